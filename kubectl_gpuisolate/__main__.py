@@ -1,0 +1,5 @@
+"""``python -m kubectl_gpuisolate``."""
+
+from .cli import entry_point
+
+entry_point()

@@ -1,0 +1,82 @@
+"""The error types and the exit-code table.
+
+Every failure the plugin reports is one of these classes.  Only ``cli.main``
+catches them, prints the one-line message and returns ``exit_code``.  The codes
+are documented in the README; keep the two in step.
+"""
+
+# Exit codes (README, "Exit codes").
+EXIT_OK = 0
+EXIT_FINDINGS = 1          # status --exit-code: misplaced pods or untainted GPU nodes
+EXIT_USAGE = 2             # bad flags, arguments, taint or selector syntax
+EXIT_CONFIG = 3            # kubeconfig missing/malformed, unknown context, bad credentials file
+EXIT_CONNECTION = 4        # server unreachable, timeout, TLS failure
+EXIT_AUTH = 5              # 401 Unauthorized or 403 Forbidden (RBAC)
+EXIT_NOT_FOUND = 6         # a named node does not exist, or no GPU nodes were found
+EXIT_CONFLICT = 7          # a write kept conflicting, or the taint exists with another value
+EXIT_API = 8               # any other API error
+EXIT_PREFLIGHT = 9         # evacuate refused before evicting anything
+EXIT_INCOMPLETE = 10       # evacuate: pods still pending or failed at the end
+EXIT_PYTHON = 11           # interpreter too old (the zipapp's guard)
+EXIT_INTERNAL = 12         # a bug: an unexpected exception (rerun with --debug)
+EXIT_SIGINT = 130
+EXIT_SIGTERM = 143
+
+
+class GpuIsolateError(Exception):
+    """A failure with a one-line, user-facing message that says what to fix."""
+
+    exit_code = EXIT_API
+
+    def __init__(self, message, *, exit_code=None):
+        super().__init__(message)
+        if exit_code is not None:
+            self.exit_code = exit_code
+
+
+class UsageError(GpuIsolateError):
+    exit_code = EXIT_USAGE
+
+
+class ConfigError(GpuIsolateError):
+    exit_code = EXIT_CONFIG
+
+
+class ConnectionFailed(GpuIsolateError):
+    exit_code = EXIT_CONNECTION
+
+
+class AuthError(GpuIsolateError):
+    exit_code = EXIT_AUTH
+
+
+class NotFound(GpuIsolateError):
+    exit_code = EXIT_NOT_FOUND
+
+
+class ConflictError(GpuIsolateError):
+    exit_code = EXIT_CONFLICT
+
+
+class ApiError(GpuIsolateError):
+    """An API response the caller did not expect.  ``status`` is the HTTP code."""
+
+    exit_code = EXIT_API
+
+    def __init__(self, message, *, status=0, reason="", causes=(), retry_after=None,
+                 exit_code=None):
+        super().__init__(message, exit_code=exit_code)
+        self.status = status
+        self.reason = reason
+        self.causes = tuple(causes)
+        self.retry_after = retry_after
+
+
+class Interrupted(GpuIsolateError):
+    """SIGINT or SIGTERM arrived; the command has already printed its summary."""
+
+    def __init__(self, signum):
+        import signal
+        name = "SIGTERM" if signum == signal.SIGTERM else "SIGINT"
+        super().__init__(f"interrupted by {name}",
+                         exit_code=EXIT_SIGTERM if signum == signal.SIGTERM else EXIT_SIGINT)

@@ -1,0 +1,96 @@
+"""Rendering: kubectl-style tables, the custom-columns node view, json and yaml.
+
+The only module that formats data for stdout.  Commands hand it plain rows
+or documents; progress and warnings go to stderr through ``Progress``.
+"""
+
+import json
+import sys
+import time
+
+NONE = "<none>"
+
+
+def go_format(value):
+    """Formats a decoded JSON value the way Go's fmt %v prints it, as kubectl's
+    custom-columns does: maps with sorted keys, lists in brackets."""
+    if isinstance(value, dict):
+        return "map[" + " ".join(f"{k}:{go_format(value[k])}" for k in sorted(value)) + "]"
+    if isinstance(value, list):
+        return "[" + " ".join(go_format(v) for v in value) + "]"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if value is None:
+        return "<nil>"
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return str(value)
+
+
+def tabwriter(rows, *, minwidth=10, padding=3):
+    """Aligns rows as kubectl's tabwriter does (minwidth 10, padding 3).
+
+    Every cell but the last of a line is padded to its column's width; the
+    last cell is printed as it is.
+    """
+    widths = {}
+    for row in rows:
+        for index, cell in enumerate(row[:-1]):
+            widths[index] = max(widths.get(index, minwidth), len(cell) + padding)
+    lines = []
+    for row in rows:
+        cells = [cell.ljust(widths[i]) for i, cell in enumerate(row[:-1])]
+        lines.append("".join(cells) + (row[-1] if row else ""))
+    return "\n".join(lines) + "\n" if lines else ""
+
+
+def node_view(nodes):
+    """The seed's view, byte for byte:
+    kubectl get nodes -o 'custom-columns=NAME:.metadata.name,GPU_PRESENT:.metadata.labels.nvidia\\.com/gpu\\.present,TAINTS:.spec.taints'
+    """
+    rows = [["NAME", "GPU_PRESENT", "TAINTS"]]
+    for node in nodes:
+        labels = node["metadata"].get("labels") or {}
+        taints = (node.get("spec") or {}).get("taints")
+        present = labels.get("nvidia.com/gpu.present")
+        rows.append([node["metadata"]["name"],
+                     NONE if present is None else go_format(present),
+                     NONE if not taints else go_format(taints)])
+    return tabwriter(rows)
+
+
+def table(headers, rows):
+    """A kubectl-style table (upper-case headers, no borders) through tabulate."""
+    from tabulate import tabulate
+
+    if not rows:
+        return ""
+    text = tabulate([[str(c) for c in r] for r in rows], headers=[h.upper() for h in headers],
+                    tablefmt="plain", disable_numparse=True, stralign="left")
+    return "\n".join(line.rstrip() for line in text.splitlines()) + "\n"
+
+
+def document(doc, fmt):
+    if fmt == "json":
+        return json.dumps(doc, indent=2) + "\n"
+    import yaml
+    return yaml.safe_dump(doc, sort_keys=False, default_flow_style=False)
+
+
+class Progress:
+    """One line per event on stderr, prefixed by the elapsed time."""
+
+    def __init__(self, stream=None, *, quiet=False):
+        self.stream = stream or sys.stderr
+        self.start = time.monotonic()
+        self.quiet = quiet
+
+    def __call__(self, message):
+        if not self.quiet:
+            elapsed = time.monotonic() - self.start
+            self.stream.write(f"[{elapsed:6.1f}s] {message}\n")
+            self.stream.flush()
+
+
+def warn(message, stream=None):
+    (stream or sys.stderr).write(f"Warning: {message}\n")
