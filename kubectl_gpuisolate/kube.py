@@ -337,6 +337,12 @@ class Kube:
             except urllib3.exceptions.SSLError as exc:
                 raise ConnectionFailed(f"TLS verification of {self.server} failed ({_short(exc)}); "
                                        "check certificate-authority in the kubeconfig") from None
+            except urllib3.exceptions.NewConnectionError as exc:
+                # Checked first: urllib3 2 makes it a subclass of the timeout errors.
+                if last:
+                    raise ConnectionFailed(f"cannot reach the API server {self.server} while {what} "
+                                           f"({_short(exc)}); check --context or that the cluster "
+                                           "is up") from None
             except (urllib3.exceptions.TimeoutError, urllib3.exceptions.ReadTimeoutError):
                 if last:
                     raise ConnectionFailed(

@@ -59,17 +59,22 @@ def add_parser(subparsers, parents):
     parser.set_defaults(run=run)
 
 
+def check_conflicts(nodes, taint, *, overwrite):
+    """Refuses before any write when a node has the key and effect with another value."""
+    for node in nodes:
+        try:
+            add_taint((node.get("spec") or {}).get("taints"), taint, overwrite=overwrite)
+        except ConflictError as exc:
+            raise ConflictError(f"node {node['metadata']['name']} {exc}") from None
+
+
 def apply_taint(kube, nodes, taint, *, overwrite, dry_run, stdout):
     """Taints the nodes (shared with ``evacuate --taint``).  Returns the updated nodes.
 
     Every node is checked before any is written, so a value conflict on one
     node leaves all of them untouched.
     """
-    for node in nodes:
-        try:
-            add_taint((node.get("spec") or {}).get("taints"), taint, overwrite=overwrite)
-        except ConflictError as exc:
-            raise ConflictError(f"node {node['metadata']['name']} {exc}") from None
+    check_conflicts(nodes, taint, overwrite=overwrite)
     updated = []
     for node in nodes:
         name = node["metadata"]["name"]
@@ -87,6 +92,14 @@ def apply_taint(kube, nodes, taint, *, overwrite, dry_run, stdout):
     return updated
 
 
+def _without_taint_key(node, taint):
+    """The node as it will be judged once the new taint replaces any same-key one."""
+    spec = dict(node.get("spec") or {})
+    spec["taints"] = [t for t in spec.get("taints") or ()
+                      if not (t.get("key") == taint.key and t.get("effect") == taint.effect)]
+    return dict(node, spec=spec)
+
+
 def run(args, stdout=None):
     options = TaintOptions.from_args(args)
     from ..kube import connect
@@ -94,8 +107,10 @@ def run(args, stdout=None):
     stdout = stdout or sys.stdout
     kube = connect(options.connection)
     nodes = find_nodes(kube, options.names, options.requirements, options.selector_text)
+    check_conflicts(nodes, options.taint, overwrite=options.overwrite)
     # Say which GPU pods would not tolerate the new taint before writing it.
-    plans = build_plans(kube, nodes, planner.PlanOptions(options.taint), check_daemonsets=False)
+    judged = [_without_taint_key(n, options.taint) for n in nodes]
+    plans = build_plans(kube, judged, planner.PlanOptions(options.taint), check_daemonsets=False)
     for plan in plans:
         for warning in plan.warnings:
             warn(warning)
