@@ -50,16 +50,18 @@ def _status_error(response, what):
         body = response.json()
     except ValueError:
         body = {}
+    body = body if isinstance(body, dict) else {}      # e.g. a proxy's "null" or "[]"
     message = body.get("message") or response.data.decode("utf-8", "replace").strip()[:200] \
         or f"HTTP {response.status}"
-    details = body.get("details") or {}
+    details = body.get("details") if isinstance(body.get("details"), dict) else {}
     causes = [c for c in details.get("causes") or () if isinstance(c, dict)]
     retry_after = None
     header = response.headers.get("Retry-After")
+    seconds = details.get("retryAfterSeconds")
     if header and header.isdigit():
         retry_after = int(header)
-    elif details.get("retryAfterSeconds"):
-        retry_after = int(details["retryAfterSeconds"])
+    elif isinstance(seconds, int) and seconds > 0:
+        retry_after = seconds
     kwargs = dict(status=response.status, reason=body.get("reason", ""), causes=causes,
                   retry_after=retry_after)
     if response.status == 401:
@@ -491,6 +493,7 @@ class Kube:
         raw = self.request("GET", "/api/v1/pods", params=params, stream=True, retry=False,
                            what=f"watching pods on node {node_name}",
                            timeout=urllib3.Timeout(connect=30, read=timeout_seconds + 10))
+        finished = False
         try:
             buffer = b""
             for chunk in raw.stream(4096, decode_content=True):
@@ -500,9 +503,12 @@ class Kube:
                     if line.strip():
                         event = json.loads(line)
                         yield event.get("type"), event.get("object") or {}
+            finished = True
         except urllib3.exceptions.HTTPError:
             return
         finally:
+            if not finished:
+                raw.close()   # a stream left unread (caller stopped early) must not be reused
             raw.release_conn()
 
     def list_pods_on_node_with_version(self, node_name):

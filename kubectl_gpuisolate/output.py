@@ -27,8 +27,8 @@ def go_format(value):
     return str(value)
 
 
-def tabwriter(rows, *, minwidth=10, padding=3):
-    """Aligns rows as kubectl's tabwriter does (minwidth 10, padding 3).
+def tabwriter(rows, *, minwidth=6, padding=3):
+    """Aligns rows as kubectl's tabwriter does (minwidth 6, padding 3).
 
     Every cell but the last of a line is padded to its column's width; the
     last cell is printed as it is.

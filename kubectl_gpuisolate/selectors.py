@@ -13,7 +13,7 @@ from .errors import UsageError
 _KEY = re.compile(r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?"
                   r"[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$")
 _VALUE = re.compile(r"^([A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)?$")
-_SET = re.compile(r"^\s*(!?)\s*([^\s!=<>()]+)\s+(in|notin)\s+\(([^()]*)\)\s*$")
+_SET = re.compile(r"^\s*(!?)\s*([^\s!=<>()]+)\s+(in|notin)\s*\(([^()]*)\)\s*$")
 _BINARY = re.compile(r"^\s*([^\s!=<>()]+)\s*(==|=|!=|<|>)\s*([^\s!=<>()]*)\s*$")
 _EXISTS = re.compile(r"^\s*(!?)\s*([^\s!=<>(),]+)\s*$")
 

@@ -1,0 +1,258 @@
+"""cli.py wiring without a cluster: help, flag placement, one-line errors, exit codes,
+and that the fast paths never import ``kubernetes`` or urllib3."""
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from kubectl_gpuisolate import __version__, cli
+from kubectl_gpuisolate.errors import (EXIT_CONFIG, EXIT_INTERNAL, EXIT_SIGINT, EXIT_USAGE,
+                                       ConflictError)
+
+from .conftest import REPO
+
+
+@pytest.fixture(autouse=True)
+def no_cluster(tmp_path, monkeypatch):
+    """Whatever slips past validation finds no kubeconfig (exit 3), never a server."""
+    monkeypatch.setenv("KUBECONFIG", str(tmp_path / "no-such-kubeconfig"))
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
+    monkeypatch.delenv("_ARGCOMPLETE", raising=False)
+
+
+def run_main(argv, capsys):
+    try:
+        code = cli.main(argv)
+    except SystemExit as exc:
+        code = exc.code
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+# -- help and version ------------------------------------------------------------------------------
+@pytest.mark.parametrize("argv, usage", [
+    (["--help"], "usage: kubectl gpuisolate"),
+    (["-h"], "usage: kubectl gpuisolate"),
+    (["status", "--help"], "usage: kubectl gpuisolate status"),
+    (["taint", "--help"], "usage: kubectl gpuisolate taint"),
+    (["untaint", "--help"], "usage: kubectl gpuisolate untaint"),
+    (["evacuate", "--help"], "usage: kubectl gpuisolate evacuate"),
+    (["completion", "--help"], "usage: kubectl gpuisolate completion"),
+    (["version", "--help"], "usage: kubectl gpuisolate version"),
+], ids=["help", "h", "status", "taint", "untaint", "evacuate", "completion", "version"])
+def test_help_exits_zero(argv, usage, capsys):
+    code, out, err = run_main(argv, capsys)
+    assert code == 0
+    assert out.startswith(usage)
+    assert err == ""
+
+
+def test_top_level_help_lists_commands_and_connection_flags(capsys):
+    _, out, _ = run_main(["--help"], capsys)
+    for word in ("status", "taint", "untaint", "evacuate", "--kubeconfig", "--context",
+                 "--request-timeout", "--as-group"):
+        assert word in out
+
+
+@pytest.mark.parametrize("argv", [["--version"], ["version"]], ids=["flag", "command"])
+def test_version(argv, capsys):
+    code, out, err = run_main(argv, capsys)
+    assert code == 0
+    assert out == f"kubectl-gpuisolate {__version__}\n"
+
+
+# -- flag placement --------------------------------------------------------------------------------
+PLACEMENT_CASES = [
+    (["--context", "x"], "context", "x"),
+    (["--kubeconfig", "/k"], "kubeconfig", "/k"),
+    (["--cluster", "c"], "cluster", "c"),
+    (["--user", "u"], "user", "u"),
+    (["-n", "ns"], "namespace", "ns"),
+    (["--namespace", "ns"], "namespace", "ns"),
+    (["--request-timeout", "10s"], "request_timeout", "10s"),
+    (["--as", "jane"], "as_user", "jane"),
+    (["--as-group", "g"], "as_groups", ["g"]),
+    (["--debug"], "debug", True),
+]
+
+
+@pytest.fixture(scope="module")
+def parser():
+    return cli.build_parser()
+
+
+@pytest.mark.parametrize("command", ["status", "taint", "untaint"])
+@pytest.mark.parametrize("flag, dest, value", PLACEMENT_CASES,
+                         ids=[c[1] + ("-short" if c[0][0] == "-n" else "")
+                              for c in PLACEMENT_CASES])
+def test_connection_flag_before_and_after_command(parser, command, flag, dest, value):
+    before = parser.parse_args(flag + [command])
+    after = parser.parse_args([command] + flag)
+    assert getattr(before, dest) == value
+    assert getattr(after, dest) == value
+    assert before.command == after.command == command
+
+
+def test_connection_flag_absent_is_not_set(parser):
+    args = parser.parse_args(["status"])
+    for dest in ("context", "kubeconfig", "cluster", "user", "namespace", "request_timeout",
+                 "as_user", "as_groups", "debug"):
+        assert not hasattr(args, dest)
+
+
+def test_connection_flag_after_command_wins(parser):
+    args = parser.parse_args(["--context", "a", "status", "--context", "b"])
+    assert args.context == "b"
+
+
+def test_connection_flag_before_survives_other_subcommand_flags(parser):
+    args = parser.parse_args(["--context", "a", "status", "-o", "json", "n1"])
+    assert (args.context, args.output, args.nodes) == ("a", "json", ["n1"])
+
+
+# -- usage errors: one line, exit 2, before any connection -----------------------------------------
+USAGE_CASES = [
+    ([], "the following arguments are required: COMMAND"),
+    (["bogus"], "invalid choice: 'bogus'"),
+    (["--bogus", "status"], "unrecognized arguments: --bogus"),
+    (["status", "--bogus"], "unrecognized arguments: --bogus"),
+    (["--context"], "expected one argument"),
+    (["status", "-o", "xml"], "invalid choice: 'xml'"),
+    (["status", "--taint", "nvidia.com/gpu"], "invalid taint 'nvidia.com/gpu': missing effect"),
+    (["status", "--taint", "nvidia.com/gpu=true:NoSchedul"], "invalid taint effect 'NoSchedul'"),
+    (["status", "--taint", "=true:NoSchedule"], "the key is empty"),
+    (["status", "-l", "a in x"], "invalid selector 'a in x'"),
+    (["status", "--selector", "a=b=c"], "invalid selector 'a=b=c'"),
+    (["status", "n1", "-l", "a=b"], "cannot specify both node names and --selector"),
+    (["status", "--as-group", "g"], "--as-group needs --as"),
+    (["--as-group", "g", "status"], "--as-group needs --as"),
+    (["status", "--request-timeout", "1d"], "invalid --request-timeout '1d'"),
+    (["taint", "--taint", "nvidia.com/gpu=true"], "missing effect"),
+    (["taint", "--taint", "nvidia.com/gpu=true:NoSchedule-"], "trailing '-'"),
+    (["taint", "--dry-run", "maybe"], "invalid choice: 'maybe'"),
+    (["taint", "n1", "--selector", "x"], "cannot specify both"),
+    (["untaint", "--taint", "nvidia.com/gpu=true"], "without a value"),
+    (["untaint", "--taint", "nvidia.com/gpu:Bad"], "invalid taint effect 'Bad'"),
+    (["version", "--context", "x"], "unrecognized arguments: --context"),
+]
+
+
+@pytest.mark.parametrize("argv, fragment", USAGE_CASES,
+                         ids=[" ".join(c[0]) or "no-args" for c in USAGE_CASES])
+def test_usage_error_is_one_line_exit_2(argv, fragment, capsys):
+    code, out, err = run_main(argv, capsys)
+    assert code == EXIT_USAGE
+    assert out == ""
+    assert err.startswith("error: ")
+    assert err.endswith("\n") and err.count("\n") == 1, err
+    assert fragment in err
+
+
+@pytest.mark.parametrize("argv", [
+    ["--kubeconfig", "/nonexistent", "status"],
+    ["status", "--kubeconfig", "/nonexistent"],
+    ["taint", "--kubeconfig", "/nonexistent"],
+    ["untaint", "--kubeconfig", "/nonexistent", "--dry-run", "client"],
+], ids=["before", "status", "taint", "untaint"])
+def test_missing_kubeconfig_exit_3(argv, capsys):
+    code, out, err = run_main(argv, capsys)
+    assert code == EXIT_CONFIG
+    assert err == "error: kubeconfig file /nonexistent not found; check --kubeconfig\n"
+    assert out == ""
+
+
+def test_no_kubeconfig_at_all_exit_3(capsys):
+    code, _, err = run_main(["status"], capsys)
+    assert code == EXIT_CONFIG
+    assert err.startswith("error: no kubeconfig found") and err.count("\n") == 1
+
+
+def test_malformed_kubeconfig_exit_3(tmp_path, capsys):
+    bad = tmp_path / "bad"
+    bad.write_text("clusters: [\n")
+    code, _, err = run_main(["status", "--kubeconfig", str(bad)], capsys)
+    assert code == EXIT_CONFIG
+    assert err.startswith(f"error: kubeconfig {bad} is not valid YAML at line 2")
+    assert err.count("\n") == 1
+
+
+# -- the one exit point ----------------------------------------------------------------------------
+def patch_version_run(monkeypatch, exc):
+    from kubectl_gpuisolate.commands import version
+
+    def run(args, stdout=None):
+        raise exc
+    monkeypatch.setattr(version, "run", run)
+
+
+@pytest.mark.parametrize("exc, code, message", [
+    (ConflictError("node n1 kept changing"), 7, "error: node n1 kept changing\n"),
+    (KeyboardInterrupt(), EXIT_SIGINT, "error: interrupted\n"),
+    (ValueError("boom"), EXIT_INTERNAL,
+     "error: internal error (ValueError: boom); rerun with --debug and report it\n"),
+], ids=["gpuisolate-error", "sigint", "bug"])
+def test_main_maps_exceptions(monkeypatch, capsys, exc, code, message):
+    patch_version_run(monkeypatch, exc)
+    assert run_main(["version"], capsys) == (code, "", message)
+
+
+def test_main_debug_reraises_bugs(monkeypatch):
+    patch_version_run(monkeypatch, ValueError("boom"))
+    with pytest.raises(ValueError, match="boom"):
+        cli.main(["--debug", "version"])
+
+
+def test_main_debug_prints_traceback_for_errors(monkeypatch, capsys):
+    patch_version_run(monkeypatch, ConflictError("node n1 kept changing"))
+    code, out, err = run_main(["--debug", "version"], capsys)
+    assert code == 7
+    assert err.startswith("Traceback (most recent call last):")
+    assert err.endswith("error: node n1 kept changing\n")
+
+
+# -- import cost: no kubernetes/urllib3 on the fast paths ------------------------------------------
+def run_python(args, **kwargs):
+    env = dict(os.environ, PYTHONPATH=REPO)
+    env.pop("_ARGCOMPLETE", None)
+    return subprocess.run([sys.executable] + args, cwd=REPO, env=env, capture_output=True,
+                          text=True, timeout=60, **kwargs)
+
+
+def imported_modules(importtime_stderr):
+    """Module names from ``-X importtime`` output."""
+    names = set()
+    for line in importtime_stderr.splitlines():
+        if line.startswith("import time:") and "|" in line:
+            names.add(line.rsplit("|", 1)[1].strip())
+    return names
+
+
+def heavy(names):
+    return sorted(n for n in names if n.split(".")[0] in ("kubernetes", "urllib3"))
+
+
+def test_build_parser_imports_neither_kubernetes_nor_urllib3():
+    probe = ("import sys; from kubectl_gpuisolate.cli import build_parser; build_parser(); "
+             "assert 'kubernetes' not in sys.modules and 'urllib3' not in sys.modules, "
+             "sorted(m for m in sys.modules if m.split('.')[0] in ('kubernetes', 'urllib3'))")
+    proc = run_python(["-c", probe])
+    assert proc.returncode == 0, proc.stderr
+
+
+@pytest.mark.parametrize("argv, code", [
+    (["--help"], 0),
+    (["status", "--taint", "bad"], EXIT_USAGE),
+    (["status", "-l", "a in x"], EXIT_USAGE),
+    (["version"], 0),
+], ids=["help", "bad-taint", "bad-selector", "version"])
+def test_module_entry_point_does_not_import_kubernetes(argv, code):
+    proc = run_python(["-X", "importtime", "-m", "kubectl_gpuisolate"] + argv)
+    assert proc.returncode == code, proc.stderr[-500:]
+    names = imported_modules(proc.stderr)
+    assert "kubectl_gpuisolate.cli" in names  # the probe does see our imports
+    assert heavy(names) == []
+    errors = [line for line in proc.stderr.splitlines() if not line.startswith("import time:")]
+    assert len(errors) == (1 if code else 0), errors
