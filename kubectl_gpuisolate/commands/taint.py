@@ -43,7 +43,7 @@ class TaintOptions:
 
 
 def add_taint_flags(parser):
-    parser.add_argument("--taint", default=DEFAULT_TAINT, metavar="KEY[=VALUE]:EFFECT",
+    parser.add_argument("--gpu-taint", "--taint", dest="taint", default=DEFAULT_TAINT, metavar="KEY[=VALUE]:EFFECT",
                         help=f"the taint to apply (default {DEFAULT_TAINT})")
     parser.add_argument("--overwrite", action="store_true",
                         help="replace the value of a taint with the same key and effect")

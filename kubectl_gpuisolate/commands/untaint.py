@@ -43,7 +43,7 @@ def add_parser(subparsers, parents):
         "untaint", parents=parents, help="remove the GPU taint from the GPU nodes",
         description=__doc__, epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
     add_node_flags(parser)
-    parser.add_argument("--taint", default=DEFAULT_REF, metavar="KEY[:EFFECT]",
+    parser.add_argument("--gpu-taint", "--taint", dest="taint", default=DEFAULT_REF, metavar="KEY[:EFFECT]",
                         help=f"the taint to remove (default {DEFAULT_REF}); without an effect, "
                              "every effect of the key")
     add_dry_run_flag(parser)

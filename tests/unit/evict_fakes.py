@@ -1,0 +1,278 @@
+"""Fakes for the evacuate tests: scripted API errors, a fake clock whose sleep only
+moves time, one fake node for the evictor and a small fake cluster for the command."""
+
+import json
+import threading
+import time
+
+from kubectl_gpuisolate.errors import ApiError
+from kubectl_gpuisolate.flags import DryRun
+
+NODE = "gpu-1"
+OK = "ok"
+
+
+def pdb_429(name="web", needs=2, has=1, retry_after=None):
+    return ApiError("Cannot evict pod as it would violate the pod's disruption budget.", status=429,
+                    reason="TooManyRequests", retry_after=retry_after,
+                    causes=[{"reason": "DisruptionBudget",
+                             "message": f"The disruption budget {name} needs {needs} healthy pods "
+                                        f"and has {has} currently"}])
+
+
+def throttled(retry_after=None):
+    return ApiError("Too many requests", status=429, reason="TooManyRequests",
+                    retry_after=retry_after)
+
+
+MULTI_PDB = ApiError("This pod has more than one PodDisruptionBudget, which the eviction "
+                     "subresource does not support. (HTTP 500 while evicting pod default/a)",
+                     status=500)
+NOT_FOUND = ApiError('pods "a" not found', status=404, reason="NotFound")
+CONFLICT = ApiError("Precondition failed: UID in precondition", status=409, reason="Conflict")
+NS_TERMINATING = ApiError("unable to create new content in namespace default because it is being "
+                          "terminated", status=403, reason="Forbidden",
+                          causes=[{"reason": "NamespaceTerminating", "message": "..."}])
+RBAC_403 = ApiError('pods "a" is forbidden: User "bob" cannot create resource "pods/eviction" in '
+                    'API group "" in the namespace "default" (while evicting pod default/a; grant '
+                    "that permission or use another context)", status=403, reason="Forbidden")
+
+
+def server_error(status):
+    return ApiError(f"HTTP {status}", status=status)
+
+
+class FakeClock:
+    """Time moves only when someone sleeps; every sleep is recorded with its thread.
+
+    With ``lanes_only`` only the eviction lanes' backoff moves time; the watch
+    loop's polls just yield, so they cannot run the clock out before a lane starts."""
+
+    def __init__(self, lanes_only=False):
+        self.t = 0.0
+        self.sleeps = []
+        self.lock = threading.Lock()
+        self.lanes_only = lanes_only
+
+    def now(self):
+        with self.lock:
+            return self.t
+
+    def sleep(self, seconds, stop):
+        lane = threading.current_thread().name.startswith("evict")
+        with self.lock:
+            self.sleeps.append((threading.current_thread().name, seconds))
+            if lane or not self.lanes_only:
+                self.t += max(seconds, 0)
+        if not lane and self.lanes_only:
+            time.sleep(0)   # yield the GIL only
+
+    def lane_sleeps(self):
+        return [s for name, s in self.sleeps if name.startswith("evict")]
+
+
+def make_pod(name, namespace="default", uid=None):
+    return {"metadata": {"name": name, "namespace": namespace, "uid": uid or f"uid-{name}"}}
+
+
+class FakeNode:
+    """One node's pods with scripted eviction responses.
+
+    ``script[name]`` is a list consumed one response per call (the last one
+    repeats): OK, an exception, or a callable returning either.  An accepted
+    eviction removes the pod after ``linger`` more lists and queues a DELETED
+    watch event at that moment.
+    """
+
+    def __init__(self, names=(), *, script=None, linger=0, list_lags=False, watch_error=None,
+                 on_evict=None):
+        self.lock = threading.RLock()
+        self.pods = {n: make_pod(n) for n in names}
+        self.script = {k: list(v) for k, v in (script or {}).items()}
+        self.linger = linger
+        self.list_lags = list_lags          # the list never shows deletions; only the watch does
+        self.initial_names = list(names)
+        self.watch_error = watch_error
+        self.on_evict = on_evict
+        self.calls = []
+        self.terminating = {}               # name -> lists left before it is gone
+        self.events = []
+        self.replacements = {}              # name -> pod returned by get_pod
+        self.lists = 0
+
+    def evict(self, namespace, name, uid, *, grace_period, dry_run):
+        with self.lock:
+            self.calls.append((namespace, name, uid, grace_period, dry_run))
+            queue = self.script.get(name) or [OK]
+            response = queue.pop(0) if len(queue) > 1 else queue[0]
+        if callable(response) and not isinstance(response, BaseException):
+            response = response()
+        if self.on_evict:
+            self.on_evict(name)
+        if isinstance(response, BaseException):
+            raise response
+        if dry_run is DryRun.NONE:
+            with self.lock:
+                self.terminating.setdefault(name, self.linger)
+                self._expire()
+
+    def _expire(self):
+        for name, left in list(self.terminating.items()):
+            if left <= 0:
+                del self.terminating[name]
+                pod = self.pods.pop(name, None)
+                if pod:
+                    self.events.append(("DELETED", pod))
+            else:
+                self.terminating[name] = left - 1
+
+    def get_pod(self, namespace, name):
+        with self.lock:
+            if name in self.replacements:
+                return self.replacements[name]
+            if name not in self.pods:
+                raise ApiError(f'pods "{name}" not found', status=404)
+            return self.pods[name]
+
+    def list_pods_on_node_with_version(self, node):
+        with self.lock:
+            self.lists += 1
+            if self.lists > 1:
+                self._expire()
+            pods = list(self.pods.values()) if not self.list_lags else \
+                [make_pod(n) for n in self.initial_names]
+            return pods, str(self.lists)
+
+    def watch_pods_on_node(self, node, version, timeout):
+        if self.watch_error:
+            raise self.watch_error
+        with self.lock:
+            events, self.events = self.events, []
+        for event in events:
+            yield event
+
+
+class GatedNode(FakeNode):
+    """Lists only after ``gate`` evictions were sent, so the watch loop (whose polls
+    advance the fake clock) cannot run the clock out before the lanes start."""
+
+    def __init__(self, *args, gate=1, **kw):
+        super().__init__(*args, **kw)
+        self.gate = gate
+        self.opened = threading.Event()
+
+    def evict(self, *args, **kw):
+        try:
+            return super().evict(*args, **kw)
+        finally:
+            if len(self.calls) >= self.gate:
+                self.opened.set()
+
+    def list_pods_on_node_with_version(self, node):
+        self.opened.wait(5)
+        return super().list_pods_on_node_with_version(node)
+
+
+class InFlight:
+    """Counts evictions in flight per key; each call is held until ``size`` are in flight
+    at once (at most ``hold`` seconds), so overlaps that can happen do happen."""
+
+    def __init__(self, size, key=lambda name: "all", hold=2.0):
+        self.size, self.key, self.hold = size, key, hold
+        self.lock = threading.Lock()
+        self.now, self.peak = {}, {}
+        self.full = threading.Event()
+
+    def response(self, name):
+        def respond():
+            k = self.key(name)
+            with self.lock:
+                self.now[k] = self.now.get(k, 0) + 1
+                self.peak[k] = max(self.peak.get(k, 0), self.now[k])
+                total = sum(self.now.values())
+                self.peak["total"] = max(self.peak.get("total", 0), total)
+                if total >= self.size:
+                    self.full.set()
+            self.full.wait(self.hold)
+            with self.lock:
+                self.now[k] -= 1
+            return OK
+        return respond
+
+
+class FakeCluster:
+    """Nodes, pods and PDBs; evictions delete at once unless scripted otherwise."""
+
+    def __init__(self, nodes, pods, pdbs=(), script=None, on_evict=None):
+        self.nodes = {n["metadata"]["name"]: n for n in nodes}
+        self.pods = list(pods)
+        self.pdbs = list(pdbs)
+        self.script = {k: list(v) for k, v in (script or {}).items()}
+        self.on_evict = on_evict
+        self.log = []
+        self.events = {}
+        self.lock = threading.RLock()
+
+    def list_nodes(self, selector=None):
+        return [json.loads(json.dumps(n)) for n in self.nodes.values()]
+
+    def get_node(self, name):
+        return json.loads(json.dumps(self.nodes[name]))
+
+    def update_node_taints(self, name, compute, *, dry_run):
+        node = self.get_node(name)
+        new, verb = compute(node["spec"].get("taints") or [])
+        if new is None:
+            return node, verb
+        node["spec"]["taints"] = new
+        if dry_run is DryRun.NONE:
+            self.log.append(("taint", name))
+            self.nodes[name] = node
+        return node, verb
+
+    def _on(self, name):
+        return [p for p in self.pods if p["spec"].get("nodeName") == name]
+
+    def list_pods_on_node(self, name):
+        with self.lock:
+            return [json.loads(json.dumps(p)) for p in self._on(name)]
+
+    def list_pods_on_node_with_version(self, name):
+        return self.list_pods_on_node(name), "1"
+
+    def watch_pods_on_node(self, name, version, timeout):
+        with self.lock:
+            events, self.events[name] = self.events.get(name, []), []
+        yield from events
+
+    def list_pdbs(self):
+        return list(self.pdbs)
+
+    def daemonset_exists(self, namespace, name):
+        return True
+
+    def get_pod(self, namespace, name):
+        for p in self.pods:
+            if (p["metadata"]["namespace"], p["metadata"]["name"]) == (namespace, name):
+                return p
+        raise ApiError("not found", status=404)
+
+    def evict(self, namespace, name, uid, *, grace_period, dry_run):
+        with self.lock:
+            self.log.append(("evict", f"{namespace}/{name}", dry_run))
+            queue = self.script.get(name) or ["ok"]
+            response = queue.pop(0) if len(queue) > 1 else queue[0]
+        if self.on_evict:
+            self.on_evict(self, name)
+        if isinstance(response, BaseException):
+            raise response
+        if dry_run is DryRun.NONE:
+            with self.lock:
+                for p in list(self.pods):
+                    if p["metadata"]["uid"] == uid:
+                        self.pods.remove(p)
+                        node = p["spec"]["nodeName"]
+                        self.events.setdefault(node, []).append(("DELETED", p))
+
+    def evicted(self):
+        return [entry[1] for entry in self.log if entry[0] == "evict"]
