@@ -8,10 +8,12 @@
 
 import argparse
 import os
+import signal
 import sys
+import threading
 
 from . import __version__
-from .errors import EXIT_INTERNAL, EXIT_SIGINT, EXIT_USAGE, GpuIsolateError
+from .errors import EXIT_INTERNAL, EXIT_SIGINT, EXIT_SIGTERM, EXIT_USAGE, GpuIsolateError
 from .flags import add_connection_flags
 
 PROG = "kubectl gpuisolate"
@@ -47,9 +49,36 @@ def build_parser():
     return parser
 
 
+class Terminated(KeyboardInterrupt):
+    """SIGTERM (outside evacuate, which handles its own): unwinds like Ctrl-C, exits 143."""
+
+
+def _terminate(signum, frame):
+    raise Terminated()
+
+
 def main(argv=None):
+    previous = None
+    if threading.current_thread() is threading.main_thread():
+        previous = signal.signal(signal.SIGTERM, _terminate)
+    try:
+        return _main(argv)
+    except KeyboardInterrupt as exc:        # also while starting (imports, parsing)
+        name, code = ("SIGTERM", EXIT_SIGTERM) if isinstance(exc, Terminated) else ("SIGINT", EXIT_SIGINT)
+        sys.stderr.write(f"error: interrupted by {name}\n")
+        return code
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
+
+
+def _main(argv):
     argv = sys.argv[1:] if argv is None else argv
     parser = build_parser()
+    from .complete import is_kubectl_helper
+    if is_kubectl_helper(sys.argv[0], argv):  # kubectl_complete-gpuisolate, for kubectl
+        from .complete import serve_kubectl
+        return serve_kubectl(parser, argv)
     if "_ARGCOMPLETE" in os.environ:
         from .complete import autocomplete
         autocomplete(parser)
@@ -63,9 +92,6 @@ def main(argv=None):
             traceback.print_exc()
         sys.stderr.write(f"error: {exc}\n")
         return exc.exit_code
-    except KeyboardInterrupt:
-        sys.stderr.write("error: interrupted\n")
-        return EXIT_SIGINT
     except BrokenPipeError:
         # The reader went away (e.g. `| head`); not an error worth a message.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())

@@ -1,13 +1,35 @@
-"""``completion``: placeholder until its issue lands."""
+"""``completion``: print the shell completion script for ``kubectl-gpuisolate``.
 
+The script (argcomplete's) completes the command when typed directly as
+``kubectl-gpuisolate``.  ``kubectl gpuisolate <TAB>`` goes through kubectl
+instead (kubectl >= 1.26 with its own completion enabled), which asks the
+helper ``kubectl_complete-gpuisolate``: a link to this program, next to it.
+krew cannot create that link, so make it once yourself (see below)."""
+
+import argparse
 import sys
+
+SHELLS = ("bash", "zsh")
+
+EXAMPLES = """examples:
+  # Direct completion of kubectl-gpuisolate, in ~/.bashrc (or ~/.zshrc with zsh)
+  source <(kubectl gpuisolate completion bash)
+
+  # kubectl gpuisolate <TAB> (kubectl completion must be enabled): link the helper once
+  ln -s kubectl-gpuisolate "${KREW_ROOT:-$HOME/.krew}/bin/kubectl_complete-gpuisolate"
+"""
 
 
 def add_parser(subparsers, parents):
-    parser = subparsers.add_parser("completion", parents=parents, help="(not yet implemented)")
+    parser = subparsers.add_parser(
+        "completion", help="print the shell completion script (bash or zsh)",
+        description=__doc__, epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("shell", choices=SHELLS, help="the shell: bash or zsh")
     parser.set_defaults(run=run)
 
 
 def run(args, stdout=None):
-    sys.stderr.write("error: completion is not implemented yet\n")
-    return 12
+    from ..complete import shellcode
+
+    (stdout or sys.stdout).write(shellcode(args.shell))
+    return 0
