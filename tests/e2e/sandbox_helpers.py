@@ -1,0 +1,104 @@
+"""Helpers for end-to-end tests against the local sandbox (scripts/sandbox)."""
+import json
+import os
+import subprocess
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+SCRIPT = REPO / "scripts" / "sandbox"
+KUBECTL = os.environ.get("SANDBOX_KUBECTL", "/usr/bin/kubectl")
+
+# Names from the seed scenario (tests/sandbox/README.md).
+GPU_A = "nkpnai-gpupool-1-z9mz6-pl9k2-4n5fm"
+GPU_B = "nkpnai-gpupool-1-z9mz6-pl9k2-9xdn9"
+GPU_NODES = [GPU_A, GPU_B]
+CPU_WORKERS = ["nkpnai-md-0-xqwvn-zlrmk-62gc2", "nkpnai-md-0-xqwvn-zlrmk-c5h88",
+               "nkpnai-md-0-xqwvn-zlrmk-knrqk", "nkpnai-md-0-xqwvn-zlrmk-zhdm4"]
+CONTROL_PLANE = ["nkpnai-vvzvd-cctr2", "nkpnai-vvzvd-ck76s", "nkpnai-vvzvd-k4z42"]
+ALL_NODES = GPU_NODES + CPU_WORKERS + CONTROL_PLANE
+
+
+class SandboxNotReady(RuntimeError):
+    pass
+
+
+class Sandbox:
+    """A running sandbox: its directory, kubeconfig and a kubectl runner."""
+
+    def __init__(self, directory=None):
+        self.dir = Path(directory or os.environ.get("SANDBOX_DIR") or REPO / ".sandbox").resolve()
+        self.kubeconfig = self.dir / "kubeconfig"
+
+    # scripts/sandbox --------------------------------------------------------
+    def script(self, *args, check=True, timeout=1800):
+        env = dict(os.environ, SANDBOX_DIR=str(self.dir))
+        r = subprocess.run([str(SCRIPT), *args], capture_output=True, text=True, env=env, timeout=timeout)
+        if check and r.returncode != 0:
+            raise SandboxNotReady(f"scripts/sandbox {' '.join(args)} failed ({r.returncode}): "
+                                  f"{r.stderr.strip() or r.stdout.strip()}")
+        return r
+
+    def is_up(self):
+        return self.script("status", check=False).returncode == 0
+
+    def state(self):
+        return json.loads((self.dir / "state.json").read_text())
+
+    def ensure_up(self):
+        """Start the seed sandbox unless one is up. Returns True if this call started it."""
+        if self.is_up():
+            scenario = self.state().get("scenario")
+            if scenario != "seed":
+                raise SandboxNotReady(f"a sandbox with scenario {scenario!r} is running in {self.dir}; "
+                                      "the e2e tests need the seed scenario (scripts/sandbox down; up)")
+            return False
+        self.script("up")
+        return True
+
+    def reset(self):
+        return self.script("reset")
+
+    def down(self):
+        return self.script("down")
+
+    # kubectl ------------------------------------------------------------------
+    def kubectl(self, *args, context=None, check=True, input=None, timeout=300):
+        cmd = [KUBECTL, f"--kubeconfig={self.kubeconfig}"]
+        if context:
+            cmd.append(f"--context={context}")
+        r = subprocess.run([*cmd, *args], capture_output=True, text=True, input=input, timeout=timeout)
+        if check and r.returncode != 0:
+            raise AssertionError(f"kubectl {' '.join(args)} failed ({r.returncode}): {r.stderr.strip()}")
+        return r
+
+    def get_json(self, *args, context=None):
+        return json.loads(self.kubectl("get", *args, "-o", "json", context=context).stdout)
+
+    def pods(self, *args):
+        """Pods of all namespaces (or pass -n NS / -l SELECTOR ...)."""
+        return self.get_json("pods", *(args or ("-A",)))["items"]
+
+    def pods_on(self, node):
+        return self.get_json("pods", "-A", f"--field-selector=spec.nodeName={node}")["items"]
+
+
+def owner_kind(pod):
+    refs = pod["metadata"].get("ownerReferences") or []
+    return refs[0]["kind"] if refs else None
+
+
+def app_name(pod):
+    return pod["metadata"].get("labels", {}).get("app.kubernetes.io/name")
+
+
+def wait_until(what, predicate, timeout=120, interval=1.0):
+    """Poll predicate() until it returns a truthy value; returns that value."""
+    deadline = time.time() + timeout
+    last = None
+    while time.time() < deadline:
+        last = predicate()
+        if last:
+            return last
+        time.sleep(interval)
+    raise AssertionError(f"timed out after {timeout}s waiting for {what}")

@@ -1,0 +1,1 @@
+"""Library behind scripts/sandbox: a local Kubernetes control plane with kwok nodes."""

@@ -1,0 +1,234 @@
+"""Loading, waiting for and resetting the seed scenario through the API."""
+import json
+import time
+
+from . import seed
+from .kube import path
+from .procs import SandboxError
+
+WORKLOAD_PLURALS = ["deployments", "statefulsets", "daemonsets", "jobs", "poddisruptionbudgets"]
+SYSTEM_NAMESPACES = {"default", "kube-system", "kube-public", "kube-node-lease"}
+
+
+def wait_for(what, check, timeout=120, interval=0.25):
+    """Poll check() until it returns a true value; check returns (ok, detail)."""
+    deadline = time.time() + timeout
+    detail = ""
+    while time.time() < deadline:
+        ok, detail = check()
+        if ok:
+            return
+        time.sleep(interval)
+    raise SandboxError(f"timed out after {timeout}s waiting for {what}: {detail}")
+
+
+def _ready(node):
+    return any(c["type"] == "Ready" and c["status"] == "True"
+               for c in node.get("status", {}).get("conditions", []))
+
+
+def _taints(node):
+    return sorted(json.dumps(t, sort_keys=True) for t in node.get("spec", {}).get("taints") or [])
+
+
+def restore_nodes(kube, desired, delete_extra=True):
+    """Make every desired node exist with exactly its labels, taints, schedulability."""
+    want = {n["metadata"]["name"]: n for n in desired}
+    have = {n["metadata"]["name"]: n for n in kube.list("nodes")}
+    for name, node in want.items():
+        cur = have.get(name)
+        if cur is None:
+            kube.create(node, exist_ok=True)
+            continue
+        labels = dict(node["metadata"]["labels"])
+        labels.update({k: None for k in cur["metadata"].get("labels", {}) if k not in labels})
+        taints = node["spec"].get("taints") or None
+        if (cur["metadata"].get("labels") != node["metadata"]["labels"]
+                or _taints(cur) != sorted(json.dumps(t, sort_keys=True) for t in taints or [])
+                or cur["spec"].get("unschedulable")):
+            kube.patch("nodes", name, {"metadata": {"labels": labels},
+                                       "spec": {"taints": taints, "unschedulable": None}})
+    if delete_extra:
+        for name in set(have) - set(want):
+            kube.delete("nodes", name)
+
+
+def wait_nodes(kube, names, taints_of, timeout=120):
+    def check():
+        nodes = {n["metadata"]["name"]: n for n in kube.list("nodes")}
+        for name in names:
+            n = nodes.get(name)
+            if n is None or not _ready(n):
+                return False, f"node {name} not Ready"
+            want = sorted(json.dumps(t, sort_keys=True) for t in taints_of(name))
+            if _taints(n) != want or n["spec"].get("unschedulable"):
+                return False, f"node {name} taints {n['spec'].get('taints')}"
+        return True, ""
+    wait_for("nodes", check, timeout)
+
+
+def set_schedulable(kube, targets, all_nodes):
+    for name in all_nodes:
+        kube.patch("nodes", name, {"spec": {"unschedulable": None if name in targets else True}})
+    time.sleep(0.5)  # let the scheduler's informer see the change
+
+
+def _pods_by_workload(kube, namespaces):
+    out = {}
+    for ns in namespaces:
+        for p in kube.list("pods", ns):
+            key = (ns, p["metadata"].get("labels", {}).get("app.kubernetes.io/name"))
+            out.setdefault(key, []).append(p)
+    return out
+
+
+def wait_workloads(kube, workloads, targets, timeout=120):
+    """Wait until each workload's pods run (Jobs: succeeded) on target nodes.
+
+    A pod that the scheduler put elsewhere (it had not yet seen a cordon) is
+    deleted, so that its controller replaces it."""
+    namespaces = sorted({obj["metadata"]["namespace"] for obj, _ in workloads})
+
+    def check():
+        pods = _pods_by_workload(kube, namespaces)
+        for obj, count in workloads:
+            meta = obj["metadata"]
+            got = [p for p in pods.get((meta["namespace"], meta["name"]), [])
+                   if not p["metadata"].get("deletionTimestamp")]
+            for p in got:
+                node = p["spec"].get("nodeName")
+                if node and targets is not None and node not in targets:
+                    kube.delete("pods", p["metadata"]["name"], meta["namespace"], gracePeriodSeconds=0)
+                    return False, f"moved misplaced pod {p['metadata']['name']}"
+            want_phase = "Succeeded" if obj["kind"] == "Job" else "Running"
+            ok = [p for p in got if p["status"].get("phase") == want_phase]
+            if len(ok) != count or len(got) != count:
+                return False, f"{obj['kind']} {meta['namespace']}/{meta['name']}: {len(ok)}/{count} {want_phase}"
+        return True, ""
+    wait_for("workload pods", check, timeout)
+
+
+def wait_daemonsets(kube, daemonsets, timeout=120):
+    def check():
+        for obj, count in daemonsets:
+            m = obj["metadata"]
+            st = kube.get("daemonsets", m["name"], m["namespace"]).get("status", {})
+            if st.get("desiredNumberScheduled") != count or st.get("numberReady") != count:
+                return False, f"DaemonSet {m['namespace']}/{m['name']} ready {st.get('numberReady')}/{count}"
+        return True, ""
+    wait_for("DaemonSets", check, timeout)
+
+
+def wait_pdbs(kube, pdbs, timeout=120):
+    def check():
+        for obj, allowed in pdbs:
+            m = obj["metadata"]
+            cur = kube.get("poddisruptionbudgets", m["name"], m["namespace"])
+            st = cur.get("status", {})
+            if (st.get("observedGeneration") != cur["metadata"]["generation"]
+                    or st.get("disruptionsAllowed") != allowed):
+                return False, f"PDB {m['namespace']}/{m['name']} status {st.get('disruptionsAllowed')}/{allowed}"
+        return True, ""
+    wait_for("PodDisruptionBudgets", check, timeout)
+
+
+def load_workloads(kube, log):
+    """Create DaemonSets, the phased workloads and the PDBs; wait until settled."""
+    for ns in seed.NAMESPACES:
+        cur = kube.get_or_none("namespaces", ns)
+        if cur is not None and cur["metadata"].get("deletionTimestamp"):  # a test deleted it
+            wait_for(f"namespace {ns} to finish terminating",
+                     lambda: (kube.get_or_none("namespaces", ns) is None, ""), timeout=180)
+        kube.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}}, exist_ok=True)
+    daemonsets = seed.daemonsets()
+    for obj, _ in daemonsets:
+        kube.create(obj)
+    try:
+        for targets, workloads in seed.phases():
+            set_schedulable(kube, targets, seed.ALL_NODES)
+            for obj, _ in workloads:
+                kube.create(obj)
+            wait_workloads(kube, workloads, targets)
+            log(f"placed {len(workloads)} workloads on {', '.join(targets)}")
+    finally:
+        restore_nodes(kube, seed.nodes())
+    pdbs = seed.pdbs()
+    for obj, _ in pdbs:
+        kube.create(obj)
+    wait_nodes(kube, seed.ALL_NODES, seed.node_taints)
+    wait_daemonsets(kube, daemonsets)
+    wait_pdbs(kube, pdbs)
+
+
+def load(kube, log):
+    restore_nodes(kube, seed.nodes())
+    wait_nodes(kube, seed.ALL_NODES, seed.node_taints)
+    log("9 seed nodes Ready")
+    load_workloads(kube, log)
+
+
+def snapshot(kube):
+    """What reset compares: scenario objects (uid, generation) and pods (node, phase)."""
+    namespaces = {n["metadata"]["name"]: n for n in kube.list("namespaces")}
+    snap = {"namespaces": sorted(namespaces), "objects": []}
+    for ns in seed.NAMESPACES:
+        cur = namespaces.get(ns, {"metadata": {"uid": None}, "status": {}})
+        snap["objects"].append(["namespaces", ns, ns, cur["metadata"]["uid"], cur["status"].get("phase")])
+        for plural in WORKLOAD_PLURALS + ["pods"]:
+            for obj in kube.list(plural, ns):
+                m = obj["metadata"]
+                extra = ([obj["spec"].get("nodeName"), obj["status"].get("phase"),
+                          bool(m.get("deletionTimestamp"))] if plural == "pods" else [m.get("generation")])
+                snap["objects"].append([plural, ns, m["name"], m["uid"], *extra])
+    snap["objects"].sort()
+    return snap
+
+
+def clear_workloads(kube, timeout=60):
+    """Delete every workload and pod in the scenario namespaces."""
+    for ns in seed.NAMESPACES:
+        for plural in WORKLOAD_PLURALS + ["replicasets"]:
+            kube.request("DELETE", f"{_coll(plural, ns)}?propagationPolicy=Background")
+
+    def check():
+        left = 0
+        for ns in seed.NAMESPACES:
+            pods = kube.list("pods", ns)
+            if pods:
+                kube.request("DELETE", f"{_coll('pods', ns)}?gracePeriodSeconds=0")
+            left += len(pods) + sum(len(kube.list(p, ns)) for p in WORKLOAD_PLURALS + ["replicasets"])
+        return left == 0, f"{left} objects left"
+    wait_for("scenario objects to be deleted", check, timeout, interval=0.5)
+
+
+def _coll(plural, ns):
+    return path(plural, ns)
+
+
+def delete_extra_namespaces(kube, baseline):
+    keep = set(baseline["namespaces"]) | SYSTEM_NAMESPACES
+    gone = []
+    for ns in kube.list("namespaces"):
+        name = ns["metadata"]["name"]
+        if name not in keep and not ns["metadata"].get("deletionTimestamp"):
+            kube.request("DELETE", f"{_coll('pods', name)}?gracePeriodSeconds=0")
+            kube.delete("namespaces", name)
+            gone.append(name)
+    return gone
+
+
+def reset(kube, baseline, log):
+    """Restore nodes; rebuild the workloads only if anything changed. Returns new baseline."""
+    restore_nodes(kube, seed.nodes())
+    gone = delete_extra_namespaces(kube, baseline)
+    if gone:
+        log(f"deleted namespaces created after up: {', '.join(gone)}")
+    wait_nodes(kube, seed.ALL_NODES, seed.node_taints)
+    cur = snapshot(kube)
+    if cur["objects"] == baseline["objects"]:
+        log("workloads unchanged; nodes restored")
+        return None
+    log("workloads changed; recreating them")
+    clear_workloads(kube)
+    load_workloads(kube, log)
+    return snapshot(kube)
