@@ -84,7 +84,8 @@ def test_status_text_and_exit_code(gpuisolate, sandbox):
     assert result.returncode == 1, result.stderr        # seed: untainted GPU nodes, misplaced pods
     assert "would move" in result.stdout and "llama32-iep-predictor" in result.stdout
     for name in GPU_NODES:
-        assert f"node/{name}: 1 GPU" in result.stdout or f"node/{name}: " in result.stdout
+        gpus = node_json(sandbox, name)["status"]["capacity"]["nvidia.com/gpu"]
+        assert f"node/{name}: {gpus} GPU, GPU taint absent;" in result.stdout
 
 
 def test_taint_then_untaint_restores_nodes_exactly(gpuisolate, clean):
