@@ -11,6 +11,7 @@ import os
 import signal
 import sys
 import threading
+import time
 
 from . import __version__
 from .errors import EXIT_INTERNAL, EXIT_SIGINT, EXIT_SIGTERM, EXIT_USAGE, GpuIsolateError
@@ -50,26 +51,46 @@ def build_parser():
 
 
 class Terminated(KeyboardInterrupt):
-    """SIGTERM (outside evacuate, which handles its own): unwinds like Ctrl-C, exits 143."""
+    """SIGTERM (evacuate handles its own first one): unwinds like Ctrl-C, exits 143."""
 
 
-def _terminate(signum, frame):
-    raise Terminated()
+INTERRUPTS = {signal.SIGINT: ("SIGINT", EXIT_SIGINT), signal.SIGTERM: ("SIGTERM", EXIT_SIGTERM)}
+EXIT_GRACE = 2.0        # seconds the main thread gets to unwind before the process ends anyway
+_said = threading.Event()
+
+
+def _say_interrupted(signum):
+    if not _said.is_set():
+        _said.set()
+        sys.stderr.write(f"error: interrupted by {INTERRUPTS[signum][0]}\n")
+        sys.stderr.flush()
+
+
+def _on_signal(signum, frame):
+    """Unwinds the main thread (``with`` and ``finally`` blocks clean up) and, should a worker
+    thread blocked in a request hold the process, ends it after EXIT_GRACE seconds."""
+    def force_exit():
+        time.sleep(EXIT_GRACE)
+        _say_interrupted(signum)
+        os._exit(INTERRUPTS[signum][1])
+    threading.Thread(target=force_exit, daemon=True).start()
+    raise Terminated() if signum == signal.SIGTERM else KeyboardInterrupt()
 
 
 def main(argv=None):
-    previous = None
+    previous = {}
+    _said.clear()
     if threading.current_thread() is threading.main_thread():
-        previous = signal.signal(signal.SIGTERM, _terminate)
+        previous = {signum: signal.signal(signum, _on_signal) for signum in INTERRUPTS}
     try:
         return _main(argv)
     except KeyboardInterrupt as exc:        # also while starting (imports, parsing)
-        name, code = ("SIGTERM", EXIT_SIGTERM) if isinstance(exc, Terminated) else ("SIGINT", EXIT_SIGINT)
-        sys.stderr.write(f"error: interrupted by {name}\n")
-        return code
+        signum = signal.SIGTERM if isinstance(exc, Terminated) else signal.SIGINT
+        _say_interrupted(signum)
+        return INTERRUPTS[signum][1]
     finally:
-        if previous is not None:
-            signal.signal(signal.SIGTERM, previous)
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
 
 
 def _main(argv):
@@ -105,4 +126,13 @@ def _main(argv):
 
 
 def entry_point():
-    sys.exit(main())
+    code = main()
+    if code in (EXIT_SIGINT, EXIT_SIGTERM):
+        # Interrupted: end now, without waiting for worker threads still blocked in a request.
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except (OSError, ValueError):
+                pass
+        os._exit(code)
+    sys.exit(code)

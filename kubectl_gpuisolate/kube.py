@@ -19,6 +19,7 @@ import os
 import random
 import ssl
 import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -189,24 +190,28 @@ def _parse_rfc3339(text):
 
 
 def _ssl_context(cluster, credentials):
+    # As kubectl: a CA named in the kubeconfig is the only one trusted; the system's
+    # store is read only when there is none (reading it costs tens of milliseconds).
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
     if cluster.get("insecure-skip-tls-verify"):
-        context = ssl.create_default_context()
         context.check_hostname = False
         context.verify_mode = ssl.CERT_NONE
     else:
-        context = ssl.create_default_context()
         try:
             if cluster.get("certificate-authority-data"):
                 context.load_verify_locations(
                     cadata=_b64(cluster["certificate-authority-data"], "certificate-authority-data"))
             elif cluster.get("certificate-authority"):
                 context.load_verify_locations(cafile=cluster["certificate-authority"])
+            else:
+                context.load_default_certs()
         except (OSError, ssl.SSLError) as exc:
             raise ConfigError(f"cannot load the cluster's certificate authority: {exc}; "
                               "fix certificate-authority in the kubeconfig") from exc
     cert = credentials.client_cert()
     if cert:
         cert_value, key_value, is_data = cert
+        _check_cert_dates(cert_value, is_data, credentials.context_name)
         try:
             if is_data:
                 with tempfile.TemporaryDirectory(prefix="gpuisolate-") as tmp:
@@ -224,9 +229,33 @@ def _ssl_context(cluster, credentials):
     return context
 
 
+def _check_cert_dates(cert_value, is_data, context_name):
+    """An expired client certificate is a kubeconfig problem: say so instead of a bare 401."""
+    from .kubeconfig import certificate_dates
+
+    try:
+        pem = cert_value if is_data else open(cert_value, encoding="ascii", errors="replace").read()
+    except OSError:
+        return                     # load_cert_chain reports it
+    dates = certificate_dates(pem)
+    if not dates:
+        return
+    now, when = time.time(), "%Y-%m-%d %H:%M UTC"
+    if now > dates[1]:
+        raise ConfigError(f'the client certificate of context "{context_name}" expired on '
+                          f"{time.strftime(when, time.gmtime(dates[1]))}; renew it or get a new "
+                          "kubeconfig")
+    if now < dates[0]:
+        raise ConfigError(f'the client certificate of context "{context_name}" is not valid before '
+                          f"{time.strftime(when, time.gmtime(dates[0]))}; check this machine's clock")
+
+
 def _proxy_for(server, cluster):
     if cluster.get("proxy-url"):
         return cluster["proxy-url"]
+    if (os.name == "posix" and sys.platform != "darwin"
+            and not any(name.lower().endswith("_proxy") for name in os.environ)):
+        return None     # no *_proxy variable: all getproxies() reads here (spares its import)
     import urllib.request
     host = urlsplit(server).hostname or ""
     proxies = urllib.request.getproxies()
@@ -387,12 +416,18 @@ class Kube:
             if not token:
                 return items, (page.get("metadata") or {}).get("resourceVersion", "")
             params["continue"] = token
+            # The token carries the snapshot; the server refuses a resourceVersion beside it.
+            params.pop("resourceVersion", None)
+            params.pop("resourceVersionMatch", None)
 
     # -- nodes ---------------------------------------------------------------------------------
     def list_nodes(self, selector=None):
+        return self.list_nodes_with_version(selector)[0]
+
+    def list_nodes_with_version(self, selector=None):
+        """(nodes, resourceVersion of the list): a consistent read, as kubectl's."""
         params = {"labelSelector": selector} if selector else {}
-        items, _ = self.list_all("/api/v1/nodes", params, what="listing nodes")
-        return items
+        return self.list_all("/api/v1/nodes", params, what="listing nodes")
 
     def get_node(self, name):
         try:
@@ -403,14 +438,14 @@ class Kube:
                                "'kubectl get nodes'") from None
             raise
 
-    def patch_node(self, node, patch, *, dry_run):
+    def patch_node(self, node, patch, *, dry_run, retry=True):
         """A JSON merge patch; a resourceVersion in the patch makes it conditional."""
         name = node["metadata"]["name"]
         if dry_run is DryRun.CLIENT:
             return _merge(node, patch)
         params = {"dryRun": "All"} if dry_run is DryRun.SERVER else None
         return self.request("PATCH", f"/api/v1/nodes/{name}", params=params, body=patch,
-                            content_type="application/merge-patch+json", retry=True,
+                            content_type="application/merge-patch+json", retry=retry,
                             what=f"patching node {name}").json()
 
     def update_node_taints(self, name, compute, *, dry_run, attempts=8):
@@ -421,7 +456,7 @@ class Kube:
         and recompute, so concurrent changes to other taints are never lost.
         Returns ``(node, verb)``.
         """
-        first_verb = None
+        first_verb, failure = None, None
         for _ in range(attempts):
             node = self.get_node(name)
             new_taints, verb = compute(node.get("spec", {}).get("taints") or [])
@@ -430,21 +465,35 @@ class Kube:
                 return node, first_verb or verb
             patch = {"metadata": {"resourceVersion": node["metadata"]["resourceVersion"]},
                      "spec": {"taints": new_taints or None}}
+            delay = None
             try:
-                return self.patch_node(node, patch, dry_run=dry_run), verb
+                # Not retried inside request(): a retry of a write that landed unseen gets 409,
+                # which must not pass for another writer's change.
+                return self.patch_node(node, patch, dry_run=dry_run, retry=False), verb
             except ApiError as exc:
-                if exc.status != 409:
+                if exc.status != 409 and exc.status not in _RETRYABLE:
                     raise
-            except ConnectionFailed:
-                first_verb = first_verb or verb
-            time.sleep(random.uniform(0.05, 0.3))
+                failure, delay = (None if exc.status == 409 else exc), exc.retry_after
+                if exc.status not in (409, 429):      # 5xx: the write may have landed
+                    first_verb = first_verb or verb
+            except ConnectionFailed as exc:
+                first_verb, failure = first_verb or verb, exc
+            time.sleep(min(delay, 10) if delay else random.uniform(0.05, 0.3))
+        if failure is not None:
+            raise failure
         raise ConflictError(f"node {name} kept changing while writing its taints "
                             f"({attempts} attempts); try again")
 
     # -- pods, PDBs, DaemonSets ------------------------------------------------------------------
-    def list_pods_on_node(self, node_name):
-        items, _ = self.list_all("/api/v1/pods", {"fieldSelector": f"spec.nodeName={node_name}"},
-                                 what=f"listing pods on node {node_name}")
+    def list_pods_on_node(self, node_name, not_older_than=None):
+        """The node's pods (server-side field selector).  ``not_older_than``, the
+        resourceVersion of an earlier consistent read, lets the API server answer from its
+        watch cache at once instead of first catching up with etcd, as each consistent
+        read must (hundreds of lists on a large cluster)."""
+        params = {"fieldSelector": f"spec.nodeName={node_name}"}
+        if not_older_than:
+            params.update(resourceVersion=not_older_than, resourceVersionMatch="NotOlderThan")
+        items, _ = self.list_all("/api/v1/pods", params, what=f"listing pods on node {node_name}")
         return items
 
     def get_pod(self, namespace, name):
@@ -465,6 +514,20 @@ class Kube:
             if exc.status == 404:
                 return False
             raise
+
+    def can_i(self, verb, resource, *, group="", subresource="", namespace=""):
+        """A SelfSubjectAccessReview: True or False, or None when the server cannot say."""
+        attributes = {"verb": verb, "group": group, "resource": resource}
+        attributes.update({k: v for k, v in (("subresource", subresource), ("namespace", namespace)) if v})
+        body = {"apiVersion": "authorization.k8s.io/v1", "kind": "SelfSubjectAccessReview",
+                "spec": {"resourceAttributes": attributes}}
+        try:
+            review = self.request("POST", "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews",
+                                  body=body, content_type="application/json", retry=True,
+                                  what="checking permissions").json()
+        except (ApiError, ConnectionFailed):
+            return None
+        return bool((review.get("status") or {}).get("allowed"))
 
     def evict(self, namespace, name, uid, *, grace_period, dry_run):
         """POSTs a policy/v1 Eviction with a UID precondition.  Errors carry the status."""
@@ -519,7 +582,8 @@ class Kube:
 def _short(exc):
     text = str(getattr(exc, "reason", None) or exc)
     for marker in ("Connection refused", "Name or service not known", "timed out",
-                   "certificate verify failed", "Connection reset", "No route to host"):
+                   "certificate verify failed", "Connection reset", "No route to host",
+                   "Remote end closed connection"):
         if marker in text:
             return marker.lower()
     return text.split(": ")[-1][:120]

@@ -62,7 +62,9 @@ def _read(path):
 
     try:
         with open(path, encoding="utf-8") as handle:
-            data = yaml.safe_load(handle)
+            # libyaml's loader when PyYAML has it: the same documents, parsed many times faster
+            # (kubeconfigs carry kilobytes of base64 certificates).
+            data = yaml.load(handle, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
     except OSError as exc:
         raise ConfigError(f"cannot read kubeconfig {path}: {exc.strerror}") from exc
     except yaml.YAMLError as exc:
@@ -105,7 +107,15 @@ def merge(paths):
                     raise ConfigError(f"kubeconfig {path}: an entry of '{section}' has no name")
                 if item["name"] in target:
                     continue
-                body = dict(item.get(inner) or {})
+                body = item.get(inner) or {}
+                if not isinstance(body, dict):
+                    raise ConfigError(f'kubeconfig {path}: the {inner} of {section} entry "{item["name"]}" '
+                                      "must be a mapping")
+                body = dict(body)
+                for key in ("exec", "auth-provider"):
+                    if section == "users" and not isinstance(body.get(key) or {}, dict):
+                        raise ConfigError(f'kubeconfig {path}: {key} of user "{item["name"]}" must be '
+                                          "a mapping (see 'kubectl config set-credentials --help')")
                 _absolutize(body, _PATH_FIELDS.get(section, ()), base)
                 target[item["name"]] = body
         if not merged.current_context and data.get("current-context"):
@@ -147,3 +157,46 @@ def context_names(explicit=None):
         return sorted(merge(find_paths(explicit)).contexts)
     except ConfigError:
         return []
+
+
+def certificate_dates(pem):
+    """(notBefore, notAfter) in epoch seconds of the first certificate in PEM text, or None
+    when it cannot be read (then the TLS layer reports the problem).  A minimal DER walk:
+    Certificate > TBSCertificate > [version], serial, signature, issuer, validity."""
+    import base64
+    import calendar
+    import re
+    import time
+
+    match = re.search(r"-----BEGIN CERTIFICATE-----(.+?)-----END CERTIFICATE-----", pem or "", re.S)
+    if not match:
+        return None
+    try:
+        der = base64.b64decode("".join(match.group(1).split()), validate=True)
+        pos = _der(der, 0)[1]                      # into Certificate
+        pos = _der(der, pos)[1]                    # into TBSCertificate
+        if der[pos] == 0xA0:                       # [0] version
+            pos = _der(der, pos)[2]
+        for _ in range(3):                         # serial, signature algorithm, issuer
+            pos = _der(der, pos)[2]
+        pos = _der(der, pos)[1]                    # into Validity
+        dates = []
+        for _ in range(2):
+            tag, start, end = _der(der, pos)
+            text = der[start:end].decode("ascii")
+            if tag == 0x17:                        # UTCTime: two-digit year
+                text = ("19" if int(text[:2]) >= 50 else "20") + text
+            dates.append(calendar.timegm(time.strptime(text[:14], "%Y%m%d%H%M%S")))
+            pos = end
+        return tuple(dates)
+    except (ValueError, IndexError, UnicodeDecodeError):
+        return None
+
+
+def _der(der, pos):
+    """(tag, start of content, end of content) of the DER element at ``pos``."""
+    tag, length, pos = der[pos], der[pos + 1], pos + 2
+    if length & 0x80:
+        count = length & 0x7F
+        length, pos = int.from_bytes(der[pos:pos + count], "big"), pos + count
+    return tag, pos, pos + length

@@ -60,13 +60,38 @@ def node_view(nodes):
 
 
 def table(headers, rows):
-    """A kubectl-style table (upper-case headers, no borders) through tabulate."""
-    from tabulate import tabulate
+    """A kubectl-style table (upper-case headers, no borders): tabulate's "plain" format.
 
+    Printable ASCII cells (pod names, reasons) are aligned here, byte for byte as
+    tabulate aligns them (cells stripped, a column as wide as its widest cell or its
+    header plus 2, two spaces between columns, no trailing spaces); importing and
+    running tabulate costs more than the rest of a small ``status``.  Anything else
+    (wide or invisible characters, line breaks) still goes through tabulate.
+    """
     if not rows:
         return ""
-    text = tabulate([[str(c) for c in r] for r in rows], headers=[h.upper() for h in headers],
-                    tablefmt="plain", disable_numparse=True, stralign="left")
+    headers = [h.upper() for h in headers]
+    cells = [[str(c) for c in r] for r in rows]
+    if any(len(r) != len(headers) or not all(c.isascii() and c.isprintable() for c in r)
+           for r in cells) or not all(h.isascii() and h.isprintable() for h in headers):
+        return _tabulate(headers, cells)
+    cells = [[c.strip() for c in r] for r in cells]
+    widths = [len(h) + 2 for h in headers]
+    for row in cells:
+        for index, cell in enumerate(row):
+            if len(cell) > widths[index]:
+                widths[index] = len(cell)
+    lines = ["  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip()
+             for row in [headers] + cells]
+    if not lines[-1]:
+        lines.pop()        # as splitlines() drops it below
+    return "\n".join(lines) + "\n"
+
+
+def _tabulate(headers, cells):
+    from tabulate import tabulate
+
+    text = tabulate(cells, headers=headers, tablefmt="plain", disable_numparse=True, stralign="left")
     return "\n".join(line.rstrip() for line in text.splitlines()) + "\n"
 
 

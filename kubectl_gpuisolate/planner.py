@@ -221,8 +221,12 @@ def plan_node(node, pods, pdbs, options, missing_daemonsets=frozenset()):
     plan = NodePlan(name=node["metadata"]["name"], gpu_count=gpu.gpu_count(node),
                     gpu_taints=gpu_taints_on(node_taints, options.managed_taint),
                     unschedulable=bool(spec.get("unschedulable")))
+    by_namespace = {}          # PDBs apply in their namespace only: look there alone
+    for pdb in pdbs:
+        by_namespace.setdefault((pdb.get("metadata") or {}).get("namespace"), []).append(pdb)
     for pod in sorted(pods, key=lambda p: (p["metadata"].get("namespace", ""), p["metadata"]["name"])):
-        plan.decisions.append(decide(pod, must_tolerate, pdbs, options, missing_daemonsets))
+        namespace_pdbs = by_namespace.get(pod["metadata"].get("namespace"), ())
+        plan.decisions.append(decide(pod, must_tolerate, namespace_pdbs, options, missing_daemonsets))
     return plan
 
 

@@ -20,8 +20,8 @@ from dataclasses import dataclass, field
 from typing import List, Optional
 
 from .. import output, planner
-from ..errors import (EXIT_INCOMPLETE, EXIT_OK, EXIT_PREFLIGHT, GpuIsolateError, Interrupted,
-                      UsageError)
+from ..errors import (EXIT_INCOMPLETE, EXIT_OK, EXIT_PREFLIGHT, AuthError, GpuIsolateError,
+                      Interrupted, UsageError)
 from ..evictor import NOT_STARTED, TERMINATING, WOULD_EVICT, Clock, Evictor, Outcome, Target
 from ..flags import (ConnectionOptions, DryRun, add_dry_run_flag, add_output_flag,
                      connection_options, parse_dry_run, parse_duration)
@@ -137,6 +137,26 @@ def preflight(plan, options):
     return NodeCheck(plan, refusal, flags)
 
 
+# What evicting needs beyond reading: the eviction itself, and reading a pod after a 409.
+EVICTION_RIGHTS = (("create", "pods", "eviction"), ("get", "pods", ""))
+
+
+def check_permissions(kube, plans):
+    """Refuses, before any eviction, when the user may not evict (or read) pods in a namespace
+    of the plan: one line naming the verb and the resource instead of one failure per pod.
+    Asks cluster-wide first, then per namespace; an answer the server cannot give is no refusal."""
+    namespaces = sorted({t.namespace for p in plans for t in targets_for(p) if not t.terminating})
+    for verb, resource, sub in EVICTION_RIGHTS if namespaces else ():
+        if kube.can_i(verb, resource, subresource=sub) is not False:
+            continue
+        for namespace in namespaces:
+            if kube.can_i(verb, resource, subresource=sub, namespace=namespace) is False:
+                name = f"{resource}/{sub}" if sub else resource
+                raise AuthError(f'cannot {verb} resource "{name}" in namespace "{namespace}", so '
+                                "nothing was evicted; grant it (rbac/clusterrole.yaml lists what the "
+                                "plugin needs) or use another context")
+
+
 def targets_for(plan):
     """The pods evacuate acts on: MOVE decisions (evicted) and WAIT ones (waited for)."""
     targets = []
@@ -206,6 +226,8 @@ class Run:
         for warning in (w for p in plans for w in p.warnings):
             output.warn(warning, stderr)
         checks = [preflight(p, options) for p in plans]
+        if options.dry_run is not DryRun.CLIENT:
+            check_permissions(self.kube, [c.plan for c in checks if c.ok])
         for check in checks:
             if not check.ok:
                 report_refusal(check, stderr)

@@ -4,13 +4,14 @@ and the PodDisruptionBudgets that would block a move."""
 
 import sys
 from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 from .. import output, planner
 from ..errors import EXIT_FINDINGS, EXIT_OK
 from ..flags import ConnectionOptions, add_output_flag, connection_options
 from ..taints import DEFAULT_TAINT, Taint, parse_taint
-from .common import add_node_flags, build_plans, find_nodes, node_selection
+from .common import FETCH_WORKERS, add_node_flags, build_plans, find_nodes_with_version, node_selection
 
 SCHEMA_VERSION = "gpuisolate.status/v1"
 
@@ -62,9 +63,14 @@ def run(args, stdout=None):
     from ..kube import connect
 
     stdout = stdout or sys.stdout
-    kube = connect(options.connection)
-    nodes = find_nodes(kube, options.names, options.requirements, options.selector_text)
-    plans = build_plans(kube, nodes, planner.PlanOptions(options.managed_taint))
+    kube = connect(options.connection, pool_size=FETCH_WORKERS + 2)
+    with ThreadPoolExecutor(max_workers=1) as early:
+        pdbs = early.submit(kube.list_pdbs)     # needs no node: read while the nodes are
+        nodes, version = find_nodes_with_version(kube, options.names, options.requirements,
+                                                 options.selector_text)
+        # The pods are read as of the node list or later (one consistent read, not hundreds).
+        plans = build_plans(kube, nodes, planner.PlanOptions(options.managed_taint),
+                            not_older_than=version, pdbs=pdbs)
     warnings = [w for plan in plans for w in plan.warnings]
     for warning in warnings:
         output.warn(warning)

@@ -216,6 +216,9 @@ class FakeCluster:
     def list_nodes(self, selector=None):
         return [json.loads(json.dumps(n)) for n in self.nodes.values()]
 
+    def list_nodes_with_version(self, selector=None):
+        return self.list_nodes(selector), "1"
+
     def get_node(self, name):
         return json.loads(json.dumps(self.nodes[name]))
 
@@ -244,6 +247,9 @@ class FakeCluster:
         with self.lock:
             events, self.events[name] = self.events.get(name, []), []
         yield from events
+
+    def can_i(self, verb, resource, **_):
+        return True
 
     def list_pdbs(self):
         return list(self.pdbs)

@@ -190,10 +190,11 @@ def patch_version_run(monkeypatch, exc):
 
 @pytest.mark.parametrize("exc, code, message", [
     (ConflictError("node n1 kept changing"), 7, "error: node n1 kept changing\n"),
-    (KeyboardInterrupt(), EXIT_SIGINT, "error: interrupted\n"),
+    (KeyboardInterrupt(), EXIT_SIGINT, "error: interrupted by SIGINT\n"),
+    (cli.Terminated(), 143, "error: interrupted by SIGTERM\n"),
     (ValueError("boom"), EXIT_INTERNAL,
      "error: internal error (ValueError: boom); rerun with --debug and report it\n"),
-], ids=["gpuisolate-error", "sigint", "bug"])
+], ids=["gpuisolate-error", "sigint", "sigterm", "bug"])
 def test_main_maps_exceptions(monkeypatch, capsys, exc, code, message):
     patch_version_run(monkeypatch, exc)
     assert run_main(["version"], capsys) == (code, "", message)
