@@ -234,8 +234,12 @@ def krew_env(sandbox_bin, tmp_path, sandbox):
     tools.mkdir()
     (tools / "kubectl-krew").symlink_to(os.path.join(sandbox_bin, "krew"))
     root = tmp_path / "krew"
+    # Drop other copies of the plugin (e.g. the dev venv's console script) so that
+    # only krew's link can answer, and its removal is visible.
+    rest = [d for d in os.environ["PATH"].split(os.pathsep)
+            if d and not os.path.exists(os.path.join(d, NAME))]
     return dict(os.environ, KREW_ROOT=str(root), SHIV_ROOT=str(tmp_path / "shiv"),
-                PATH=os.pathsep.join([str(root / "bin"), str(tools), os.environ["PATH"]]),
+                PATH=os.pathsep.join([str(root / "bin"), str(tools), *rest]),
                 KUBECONFIG=str(sandbox.kubeconfig))
 
 

@@ -1,0 +1,197 @@
+"""Least privilege, against the sandbox's RBAC:
+- the shipped ClusterRole (rbac/clusterrole.yaml) is all the `sandbox-operator`
+  user may do on resources (beyond the self-reviews every user has), and every
+  command passes as that user, dry runs included;
+- without any single rule (one verb on one resource) the command that needs it
+  fails with one line naming the verb and the resource (exit 5), changing nothing;
+- --as / --as-group (and the kubeconfig's as / as-groups) impersonate, sending
+  every group."""
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+
+from plugin import REPO, gpuisolate, plugin_bin  # noqa: F401  (fixtures)
+from sandbox_helpers import GPU_A, GPU_NODES, owner_kind, wait_until
+
+ROLE_FILE = Path(REPO) / "rbac" / "clusterrole.yaml"
+OPERATOR = "gpuisolate-operator"
+SELF_REVIEWS = {("authorization.k8s.io", "selfsubjectaccessreviews", "create"),
+                ("authorization.k8s.io", "selfsubjectrulesreviews", "create"),
+                ("authentication.k8s.io", "selfsubjectreviews", "create")}
+EVACUATE_A = ["evacuate", GPU_A, "--delete-emptydir-data", "--timeout", "2m"]
+# (verb, group, resource) removed -> the command that needs it, and whether the GPU taint is set first
+NEEDS = {
+    ("list", "", "nodes"): (["status"], False),
+    ("get", "", "nodes"): (["taint", GPU_A], False),
+    ("patch", "", "nodes"): (["taint", GPU_A, "--dry-run=server"], False),
+    ("list", "", "pods"): (["taint", GPU_A], False),
+    ("get", "", "pods"): (EVACUATE_A, True),
+    ("watch", "", "pods"): (EVACUATE_A, True),
+    ("create", "", "pods/eviction"): (EVACUATE_A + ["--dry-run=server"], True),
+    ("list", "policy", "poddisruptionbudgets"): (["status"], False),
+    ("get", "apps", "daemonsets"): (["status"], False),
+}
+
+
+def shipped_rules():
+    return yaml.safe_load(ROLE_FILE.read_text())["rules"]
+
+
+def expand(rules):
+    return {(group, resource, verb) for rule in rules for group in rule.get("apiGroups", [""])
+            for resource in rule["resources"] for verb in rule["verbs"]}
+
+
+def apply(sandbox, *objects):
+    sandbox.kubectl("apply", "-f", "-", input=json.dumps({"apiVersion": "v1", "kind": "List",
+                                                           "items": list(objects)}))
+
+
+def role(name, rules):
+    return {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+            "metadata": {"name": name}, "rules": rules}
+
+
+def binding(name, role_name, kind, subject):
+    return {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+            "metadata": {"name": name},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": role_name},
+            "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": kind, "name": subject}]}
+
+
+def can_i(sandbox, verb, resource, *impersonate):
+    result = sandbox.kubectl("auth", "can-i", verb, resource, *impersonate, check=False)
+    return result.stdout.strip() == "yes"
+
+
+def state(sandbox):
+    nodes = {n["metadata"]["name"]: n["metadata"]["resourceVersion"] for n in sandbox.get_json("nodes")["items"]}
+    return nodes, sorted(p["metadata"]["uid"] for p in sandbox.pods())
+
+
+@pytest.fixture
+def clean(sandbox):
+    sandbox.reset()
+    yield sandbox
+    sandbox.reset()
+
+
+@pytest.fixture
+def rbac(sandbox):
+    """Applies roles and bindings for one test; deletes them afterwards."""
+    created = []
+
+    def add(*objects):
+        apply(sandbox, *objects)
+        created.extend(objects)
+    yield add
+    for obj in created:
+        sandbox.kubectl("delete", obj["kind"].lower(), obj["metadata"]["name"], "--wait=false", check=False)
+
+
+def test_the_shipped_role_is_all_the_operator_may_do(sandbox):
+    in_cluster = sandbox.get_json("clusterrole", OPERATOR)
+    assert expand(in_cluster["rules"]) == expand(shipped_rules())
+    bindings = sandbox.get_json("clusterrolebindings")["items"] + sandbox.get_json("rolebindings", "-A")["items"]
+    naming = [b for b in bindings if any(s.get("kind") == "User" and s.get("name") == OPERATOR
+                                         for s in b.get("subjects") or ())]
+    assert [(b["kind"], b["roleRef"]["name"]) for b in naming] == [("ClusterRoleBinding", OPERATOR)]
+    review = {"apiVersion": "authorization.k8s.io/v1", "kind": "SelfSubjectRulesReview",
+              "spec": {"namespace": "kommander"}}
+    answer = json.loads(sandbox.kubectl("create", "--validate=false", "-o", "json", "-f", "-",
+                                        context="sandbox-operator", input=json.dumps(review)).stdout)
+    assert answer["status"].get("incomplete") is not True
+    assert expand(answer["status"]["resourceRules"]) == expand(shipped_rules()) | SELF_REVIEWS
+
+
+def test_every_command_passes_as_the_operator(gpuisolate, clean):
+    runs = [(["status"], 0), (["status", "-o", "json"], 0), (["taint", "--dry-run=client"], 0),
+            (["taint", "--dry-run=server"], 0), (["taint"], 0), (["untaint", "--dry-run=server"], 0),
+            (["untaint"], 0), (["evacuate", "--taint", "--delete-emptydir-data", "--dry-run=client"], 0),
+            (["evacuate", "--taint", "--delete-emptydir-data", "--dry-run=server"], 10),   # nai-db's PDB
+            (["evacuate", "--taint", "--dry-run=server"], 9),                            # emptyDir gate
+            (["taint"], 0), (EVACUATE_A, 0)]
+    for args, code in runs:
+        result = gpuisolate("--context", "sandbox-operator", *args)
+        assert result.returncode == code, (args, result.stderr)
+        assert "forbidden" not in result.stderr and "cannot watch" not in result.stderr, (args, result.stderr)
+    assert all(owner_kind(p) in ("DaemonSet", "Job") or p["metadata"]["name"].startswith("llama32")
+               for p in clean.pods_on(GPU_A)), [p["metadata"]["name"] for p in clean.pods_on(GPU_A)]
+
+
+@pytest.mark.parametrize("verb,group,resource", sorted(NEEDS), ids=[f"{v}-{r}" for v, _, r in sorted(NEEDS)])
+def test_without_one_rule_the_command_fails_naming_it(gpuisolate, clean, rbac, verb, group, resource):
+    assert (group, resource, verb) in expand(shipped_rules())
+    user = f"gpuisolate-e2e-without-{verb}-{resource.replace('/', '-')}"
+    rules = [dict(r, verbs=[v for v in r["verbs"] if not (v == verb and resource in r["resources"]
+                                                          and group in r["apiGroups"])])
+             for r in shipped_rules()]
+    rbac(role(user, [r for r in rules if r["verbs"]]), binding(user, user, "User", user))
+    other = "nodes" if resource != "nodes" else "pods"
+    wait_until("the binding to take effect", lambda: can_i(clean, "list", other, "--as", user))
+    args, taint_first = NEEDS[(verb, group, resource)]
+    if taint_first:
+        assert gpuisolate("taint").returncode == 0
+    before = state(clean)
+    result = gpuisolate("--context", "sandbox-admin", "--as", user, *args)
+    errors = [line for line in result.stderr.splitlines() if line.startswith("error:")]
+    if verb == "watch":       # optional: evacuate says so and polls instead
+        assert result.returncode == 0, result.stderr
+        assert f"node/{GPU_A}: cannot watch pods (HTTP 403); polling every 1s instead" in result.stderr
+        return
+    assert result.returncode == 5, result.stderr
+    assert len(errors) == 1 and result.stderr.strip().splitlines()[-1] == errors[0], result.stderr
+    assert f'cannot {verb} resource "{resource}"' in errors[0]
+    assert "Traceback" not in result.stderr and "evicting pod" not in result.stderr
+    assert state(clean) == before
+
+
+def test_every_rule_of_the_role_is_covered():
+    assert {(g, r, v) for v, g, r in NEEDS} == expand(shipped_rules())
+
+
+def test_impersonation_sends_every_group(gpuisolate, sandbox, rbac, tmp_path):
+    """The shipped rules split between two groups: status needs both, so both must be sent."""
+    rules = shipped_rules()
+    first = [r for r in rules if r["apiGroups"] == [""]]
+    second = [r for r in rules if r["apiGroups"] != [""]]
+    rbac(role("gpuisolate-e2e-g1", first), role("gpuisolate-e2e-g2", second),
+         binding("gpuisolate-e2e-g1", "gpuisolate-e2e-g1", "Group", "gpuisolate-e2e-g1"),
+         binding("gpuisolate-e2e-g2", "gpuisolate-e2e-g2", "Group", "gpuisolate-e2e-g2"))
+    who = ["--as", "gpuisolate-e2e-someone"]
+    wait_until("the group bindings to take effect", lambda: can_i(
+        sandbox, "list", "poddisruptionbudgets", *who, "--as-group", "gpuisolate-e2e-g2") and can_i(
+        sandbox, "list", "nodes", *who, "--as-group", "gpuisolate-e2e-g1"))
+    both = ["--as-group", "gpuisolate-e2e-g1", "--as-group", "gpuisolate-e2e-g2"]
+    for groups in (both, both[2:] + both[:2]):
+        result = gpuisolate("status", *who, *groups)
+        assert result.returncode == 0, (groups, result.stderr)
+        assert GPU_NODES[0] in result.stdout
+    # With one group, status lacks the other group's rules (which of them it meets first may vary).
+    for groups, missing in ((both[:2], ('list resource "poddisruptionbudgets"', 'get resource "daemonsets"')),
+                            (both[2:], ('list resource "nodes"',)), ([], ('list resource "nodes"',))):
+        result = gpuisolate("status", *who, *groups)
+        assert result.returncode == 5, (groups, result.stderr)
+        assert len(result.stderr.strip().splitlines()) == 1
+        assert "gpuisolate-e2e-someone" in result.stderr, result.stderr
+        assert any(f"cannot {m}" in result.stderr for m in missing), (groups, result.stderr)
+    config = json.loads(sandbox.kubectl("config", "view", "--raw", "--minify", "-o", "json").stdout)
+    config["users"][0]["user"].update({"as": "gpuisolate-e2e-someone",
+                                       "as-groups": ["gpuisolate-e2e-g1", "gpuisolate-e2e-g2"]})
+    path = tmp_path / "kubeconfig"
+    path.write_text(json.dumps(config))
+    result = gpuisolate("status", "--kubeconfig", str(path))
+    assert result.returncode == 0, result.stderr
+    only_one = gpuisolate("status", "--kubeconfig", str(path), "--as", "gpuisolate-e2e-someone",
+                          "--as-group", "gpuisolate-e2e-g1")       # flags replace the kubeconfig's
+    assert only_one.returncode == 5, only_one.stderr
+    assert '"poddisruptionbudgets"' in only_one.stderr or '"daemonsets"' in only_one.stderr
+
+
+def test_the_operator_acts_as_itself_through_impersonation(gpuisolate, clean):
+    for args in (["status"], ["taint", "--dry-run=server"], ["taint"], ["untaint"]):
+        result = gpuisolate("--context", "sandbox-admin", "--as", OPERATOR, *args)
+        assert result.returncode == 0, (args, result.stderr)
