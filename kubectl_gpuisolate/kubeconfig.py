@@ -11,7 +11,7 @@ the first file to define a name (or ``current-context``) wins; otherwise
 
 import os
 from dataclasses import dataclass, field
-from typing import List, Optional
+from typing import List
 
 from .errors import ConfigError
 

@@ -1,11 +1,11 @@
-"""kube.py's pure helpers: JSON merge patch, API error mapping, small parsers."""
+"""The kube package's pure helpers: JSON merge patch, API error mapping, small parsers."""
 
 import base64
 import json
 
 import pytest
 
-from kubectl_gpuisolate import kube
+from kubectl_gpuisolate.kube import api, credentials, transport
 from kubectl_gpuisolate.errors import (EXIT_API, EXIT_AUTH, EXIT_CONFLICT, EXIT_NOT_FOUND,
                                        ApiError, ConfigError)
 
@@ -37,9 +37,9 @@ MERGE_CASES = [
 
 @pytest.mark.parametrize("target, patch, expected", [c[:3] for c in MERGE_CASES],
                          ids=[c[3] for c in MERGE_CASES])
-def test_merge(target, patch, expected):
+def test_merge_patch(target, patch, expected):
     snapshot = json.dumps(target, sort_keys=True)
-    assert kube._merge(target, patch) == expected
+    assert api.merge_patch(target, patch) == expected
     assert json.dumps(target, sort_keys=True) == snapshot  # the target is not modified
 
 
@@ -99,7 +99,7 @@ STATUS_CASES = [
 @pytest.mark.parametrize("status, headers, body, exit_code, fragments, retry_after",
                          [c[:6] for c in STATUS_CASES], ids=[c[6] for c in STATUS_CASES])
 def test_status_error(status, headers, body, exit_code, fragments, retry_after):
-    err = kube._status_error(kube.Response(status, headers, body), "patching node n1")
+    err = transport.status_error(transport.Response(status, headers, body), "patching node n1")
     assert isinstance(err, ApiError)
     assert err.exit_code == exit_code
     assert err.status == status
@@ -110,21 +110,21 @@ def test_status_error(status, headers, body, exit_code, fragments, retry_after):
 
 
 def test_status_error_truncates_plain_bodies():
-    err = kube._status_error(kube.Response(500, {}, b"y" * 1000), "listing nodes")
+    err = transport.status_error(transport.Response(500, {}, b"y" * 1000), "listing nodes")
     assert str(err) == "y" * 200 + " (HTTP 500 while listing nodes)"
 
 
 def test_status_error_reason_and_causes():
     causes = [{"reason": "DisruptionBudget", "message": "needs 1 healthy pods"}, "junk", None]
     body = status_body("Cannot evict pod", "TooManyRequests", 429, causes=causes)
-    err = kube._status_error(kube.Response(429, {}, body), "evicting pod a/b")
+    err = transport.status_error(transport.Response(429, {}, body), "evicting pod a/b")
     assert err.reason == "TooManyRequests"
     assert err.causes == ({"reason": "DisruptionBudget", "message": "needs 1 healthy pods"},)
 
 
 def test_status_error_namespace_terminating_cause_kept():
     body = status_body("being terminated", "Forbidden", 403, causes=TERMINATING)
-    err = kube._status_error(kube.Response(403, {}, body), "evicting pod ns/p")
+    err = transport.status_error(transport.Response(403, {}, body), "evicting pod ns/p")
     assert [c["reason"] for c in err.causes] == ["NamespaceTerminating"]
     assert err.exit_code == EXIT_API
 
@@ -133,7 +133,7 @@ def test_status_error_namespace_terminating_cause_kept():
     (b"", {}), (b"{}", {}), (b'{"items": []}', {"items": []}),
 ], ids=["empty", "empty-object", "object"])
 def test_response_json(data, expected):
-    assert kube.Response(200, {}, data).json() == expected
+    assert transport.Response(200, {}, data).json() == expected
 
 
 @pytest.mark.parametrize("text, expected", [
@@ -144,7 +144,7 @@ def test_response_json(data, expected):
     ("something: odd: happened", "happened"),
 ], ids=["refused", "timeout", "tls", "last-part"])
 def test_short(text, expected):
-    assert kube._short(Exception(text)) == expected
+    assert transport.short(Exception(text)) == expected
 
 
 @pytest.mark.parametrize("text, expected", [
@@ -153,12 +153,12 @@ def test_short(text, expected):
     ("", None), (None, None), ("not a time", None),
 ], ids=["utc", "fraction", "empty", "none", "garbage"])
 def test_parse_rfc3339(text, expected):
-    assert kube._parse_rfc3339(text) == expected
+    assert credentials.parse_rfc3339(text) == expected
 
 
 def test_b64():
     encoded = base64.b64encode(b"-----BEGIN CERT-----").decode()
-    assert kube._b64(encoded, "x") == "-----BEGIN CERT-----"
+    assert credentials.b64(encoded, "x") == "-----BEGIN CERT-----"
     with pytest.raises(ConfigError) as info:
-        kube._b64("not base64!", "client-key-data")
+        credentials.b64("not base64!", "client-key-data")
     assert "client-key-data in kubeconfig is not valid base64" in str(info.value)

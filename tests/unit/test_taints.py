@@ -8,7 +8,7 @@ from kubectl_gpuisolate.taints import (DEFAULT_TAINT, Taint, TaintRef, add_taint
                                        parse_taint_ref, remove_taint, tolerates, tolerates_all)
 
 from .factories import (CONTROL_PLANE_TAINT, DEFAULT_TOLERATIONS, GPU_TAINT, GPU_TAINT_PRESENT,
-                        GPU_TOLERATION, INFERENCE_TOLERATIONS)
+                        INFERENCE_TOLERATIONS)
 
 NAME_63 = "a" * 63
 NAME_64 = "a" * 64

@@ -1,0 +1,235 @@
+"""What the plugin asks of the API server: nodes, pods, PDBs, DaemonSets, evictions, watches.
+
+Owns: resourceVersion-guarded node taint writes, pod lists by node (from the watch cache when
+an earlier consistent read allows it), evictions with a UID precondition, watches of a node's
+pods, access reviews, and loading the kubeconfig (or the in-cluster config) into a connection.
+Every write takes the one dry-run value (``flags.DryRun``).
+"""
+
+import json
+import os
+import random
+import time
+
+from ..errors import ApiError, ConfigError, ConflictError, ConnectionFailed, NotFound
+from ..flags import DryRun
+from .transport import RETRYABLE, Transport
+
+
+class Kube(Transport):
+    """The API calls of the plugin, on one connection."""
+
+    # -- nodes ---------------------------------------------------------------------------------
+    def list_nodes(self, selector=None):
+        return self.list_nodes_with_version(selector)[0]
+
+    def list_nodes_with_version(self, selector=None):
+        """(nodes, resourceVersion of the list): a consistent read, as kubectl's."""
+        params = {"labelSelector": selector} if selector else {}
+        return self.list_all("/api/v1/nodes", params, what="listing nodes")
+
+    def get_node(self, name):
+        try:
+            return self.get(f"/api/v1/nodes/{name}", what=f"reading node {name}")
+        except ApiError as exc:
+            if exc.status == 404:
+                raise NotFound(f'node "{name}" not found; check the name with '
+                               "'kubectl get nodes'") from None
+            raise
+
+    def patch_node(self, node, patch, *, dry_run, retry=True):
+        """A JSON merge patch; a resourceVersion in the patch makes it conditional."""
+        name = node["metadata"]["name"]
+        if dry_run is DryRun.CLIENT:
+            return merge_patch(node, patch)
+        params = {"dryRun": "All"} if dry_run is DryRun.SERVER else None
+        return self.request("PATCH", f"/api/v1/nodes/{name}", params=params, body=patch,
+                            content_type="application/merge-patch+json", retry=retry,
+                            what=f"patching node {name}").json()
+
+    def update_node_taints(self, name, compute, *, dry_run, attempts=8):
+        """Re-reads the node and writes ``compute(taints)`` guarded by resourceVersion.
+
+        ``compute`` returns ``(new_taints, verb)``, or ``(None, verb)`` when
+        nothing needs writing.  A conflict (another writer) means: read again
+        and recompute, so concurrent changes to other taints are never lost.
+        Returns ``(node, verb)``.
+        """
+        first_verb, failure = None, None
+        for _ in range(attempts):
+            node = self.get_node(name)
+            new_taints, verb = compute(node.get("spec", {}).get("taints") or [])
+            if new_taints is None:
+                # A write whose answer was lost may have landed already.
+                return node, first_verb or verb
+            patch = {"metadata": {"resourceVersion": node["metadata"]["resourceVersion"]},
+                     "spec": {"taints": new_taints or None}}
+            delay = None
+            try:
+                # Not retried inside request(): a retry of a write that landed unseen gets 409,
+                # which must not pass for another writer's change.
+                return self.patch_node(node, patch, dry_run=dry_run, retry=False), verb
+            except ApiError as exc:
+                if exc.status != 409 and exc.status not in RETRYABLE:
+                    raise
+                failure, delay = (None if exc.status == 409 else exc), exc.retry_after
+                if exc.status not in (409, 429):      # 5xx: the write may have landed
+                    first_verb = first_verb or verb
+            except ConnectionFailed as exc:
+                first_verb, failure = first_verb or verb, exc
+            time.sleep(min(delay, 10) if delay else random.uniform(0.05, 0.3))
+        if failure is not None:
+            raise failure
+        raise ConflictError(f"node {name} kept changing while writing its taints "
+                            f"({attempts} attempts); try again")
+
+    # -- pods, PDBs, DaemonSets ------------------------------------------------------------------
+    def list_pods_on_node(self, node_name, not_older_than=None):
+        """The node's pods (server-side field selector).  ``not_older_than``, the
+        resourceVersion of an earlier consistent read, lets the API server answer from its
+        watch cache at once instead of first catching up with etcd, as each consistent
+        read must (hundreds of lists on a large cluster)."""
+        params = {"fieldSelector": f"spec.nodeName={node_name}"}
+        if not_older_than:
+            params.update(resourceVersion=not_older_than, resourceVersionMatch="NotOlderThan")
+        items, _ = self.list_all("/api/v1/pods", params, what=f"listing pods on node {node_name}")
+        return items
+
+    def get_pod(self, namespace, name):
+        return self.get(f"/api/v1/namespaces/{namespace}/pods/{name}",
+                        what=f"reading pod {namespace}/{name}")
+
+    def list_pdbs(self):
+        items, _ = self.list_all("/apis/policy/v1/poddisruptionbudgets",
+                                 what="listing PodDisruptionBudgets")
+        return items
+
+    def daemonset_exists(self, namespace, name):
+        try:
+            self.get(f"/apis/apps/v1/namespaces/{namespace}/daemonsets/{name}",
+                     what=f"reading DaemonSet {namespace}/{name}")
+            return True
+        except ApiError as exc:
+            if exc.status == 404:
+                return False
+            raise
+
+    def can_i(self, verb, resource, *, group="", subresource="", namespace=""):
+        """A SelfSubjectAccessReview: True or False, or None when the server cannot say."""
+        attributes = {"verb": verb, "group": group, "resource": resource}
+        attributes.update({k: v for k, v in (("subresource", subresource), ("namespace", namespace)) if v})
+        body = {"apiVersion": "authorization.k8s.io/v1", "kind": "SelfSubjectAccessReview",
+                "spec": {"resourceAttributes": attributes}}
+        try:
+            review = self.request("POST", "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews",
+                                  body=body, content_type="application/json", retry=True,
+                                  what="checking permissions").json()
+        except (ApiError, ConnectionFailed):
+            return None
+        return bool((review.get("status") or {}).get("allowed"))
+
+    def evict(self, namespace, name, uid, *, grace_period, dry_run):
+        """POSTs a policy/v1 Eviction with a UID precondition.  Errors carry the status."""
+        if dry_run is DryRun.CLIENT:
+            return
+        delete_options = {"preconditions": {"uid": uid}}
+        if grace_period is not None and grace_period >= 0:
+            delete_options["gracePeriodSeconds"] = grace_period
+        params = None
+        if dry_run is DryRun.SERVER:
+            delete_options["dryRun"] = ["All"]
+            params = {"dryRun": "All"}
+        body = {"apiVersion": "policy/v1", "kind": "Eviction",
+                "metadata": {"name": name, "namespace": namespace},
+                "deleteOptions": delete_options}
+        self.request("POST", f"/api/v1/namespaces/{namespace}/pods/{name}/eviction", params=params,
+                     body=body, content_type="application/json", retry=False,
+                     what=f"evicting pod {namespace}/{name}")
+
+    def watch_pods_on_node(self, node_name, resource_version, timeout_seconds):
+        """Yields (type, pod) events for pods bound to the node until the server ends the watch."""
+        params = {"watch": "1", "fieldSelector": f"spec.nodeName={node_name}",
+                  "resourceVersion": resource_version, "timeoutSeconds": int(timeout_seconds),
+                  "allowWatchBookmarks": "true"}
+        import urllib3
+        raw = self.request("GET", "/api/v1/pods", params=params, stream=True, retry=False,
+                           what=f"watching pods on node {node_name}",
+                           timeout=urllib3.Timeout(connect=30, read=timeout_seconds + 10))
+        finished = False
+        try:
+            buffer = b""
+            for chunk in raw.stream(4096, decode_content=True):
+                buffer += chunk
+                while b"\n" in buffer:
+                    line, buffer = buffer.split(b"\n", 1)
+                    if line.strip():
+                        event = json.loads(line)
+                        yield event.get("type"), event.get("object") or {}
+            finished = True
+        except urllib3.exceptions.HTTPError:
+            return
+        finally:
+            if not finished:
+                raw.close()   # a stream left unread (caller stopped early) must not be reused
+            raw.release_conn()
+
+    def list_pods_on_node_with_version(self, node_name):
+        return self.list_all("/api/v1/pods", {"fieldSelector": f"spec.nodeName={node_name}"},
+                             what=f"listing pods on node {node_name}")
+
+
+
+def merge_patch(target, patch):
+    """RFC 7386 JSON merge patch, for client-side dry runs."""
+    if not isinstance(patch, dict):
+        return patch
+    result = dict(target) if isinstance(target, dict) else {}
+    for key, value in patch.items():
+        if value is None:
+            result.pop(key, None)
+        else:
+            result[key] = merge_patch(result.get(key), value)
+    return result
+
+
+def connect(options, *, pool_size=10):
+    """Loads the kubeconfig (or the in-cluster config) and returns a Kube."""
+    from .. import kubeconfig
+
+    paths = kubeconfig.find_paths(options.kubeconfig)
+    if not paths:
+        if os.environ.get("KUBERNETES_SERVICE_HOST"):
+            return _connect_in_cluster(options, pool_size)
+        raise ConfigError("no kubeconfig found: set KUBECONFIG, pass --kubeconfig, "
+                          "or create ~/.kube/config")
+    merged = kubeconfig.merge(paths)
+    selected = kubeconfig.select(merged, context=options.context, cluster=options.cluster,
+                                 user=options.user, namespace=options.namespace)
+    return Kube(selected, options, pool_size=pool_size)
+
+
+def _connect_in_cluster(options, pool_size):
+    """The pod's service account, loaded by the kubernetes package."""
+    from kubernetes.client import Configuration
+    from kubernetes.config.config_exception import ConfigException
+    from kubernetes.config.incluster_config import load_incluster_config
+
+    from ..kubeconfig import Merged, Selected
+
+    config = Configuration()
+    try:
+        load_incluster_config(client_configuration=config)
+    except ConfigException as exc:
+        raise ConfigError(f"in-cluster configuration failed: {exc}") from None
+    namespace_file = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
+    namespace = options.namespace
+    if not namespace and os.path.isfile(namespace_file):
+        with open(namespace_file, encoding="utf-8") as handle:
+            namespace = handle.read().strip()
+    selected = Selected(context="in-cluster", cluster_name="in-cluster", user_name="",
+                        cluster={"server": config.host, "certificate-authority": config.ssl_ca_cert},
+                        user={}, namespace=namespace or "default", merged=Merged(paths=[]))
+    kube = Kube(selected, options, pool_size=pool_size)
+    token = (config.api_key or {}).get("authorization")
+    kube._in_cluster_auth = {"Authorization": token} if token else {}
+    return kube

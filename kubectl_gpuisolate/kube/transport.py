@@ -1,0 +1,237 @@
+"""Requests to one API server: the connection pool, headers, retries and error mapping.
+
+Owns: the urllib3 pool (TLS, proxy, timeouts), the headers of every request (credentials,
+impersonation), bounded retries of safe calls with backoff and Retry-After, the translation of
+an error answer into the matching exception, and paginated lists.  urllib3 is imported when
+the first connection is made, so ``--help`` and completion do not pay for it.
+"""
+
+import json
+import random
+import time
+from urllib.parse import urlencode, urlsplit
+
+from .. import __version__
+from ..errors import (ApiError, AuthError, ConfigError, ConflictError, ConnectionFailed,
+                      NotFound)
+from .credentials import Credentials, proxy_for, ssl_context
+
+USER_AGENT = f"kubectl-gpuisolate/{__version__}"
+LIST_CHUNK = 500
+RETRYABLE = {429, 500, 502, 503, 504}
+
+
+class Response:
+    __slots__ = ("status", "headers", "data")
+
+    def __init__(self, status, headers, data):
+        self.status, self.headers, self.data = status, headers, data
+
+    def json(self):
+        return json.loads(self.data) if self.data else {}
+
+
+def status_error(response, what):
+    """Translates a non-2xx response into the matching error."""
+    try:
+        body = response.json()
+    except ValueError:
+        body = {}
+    body = body if isinstance(body, dict) else {}      # e.g. a proxy's "null" or "[]"
+    message = body.get("message") or response.data.decode("utf-8", "replace").strip()[:200] \
+        or f"HTTP {response.status}"
+    details = body.get("details") if isinstance(body.get("details"), dict) else {}
+    causes = [c for c in details.get("causes") or () if isinstance(c, dict)]
+    retry_after = None
+    header = response.headers.get("Retry-After")
+    seconds = details.get("retryAfterSeconds")
+    if header and header.isdigit():
+        retry_after = int(header)
+    elif isinstance(seconds, int) and seconds > 0:
+        retry_after = seconds
+    kwargs = dict(status=response.status, reason=body.get("reason", ""), causes=causes,
+                  retry_after=retry_after)
+    if response.status == 401:
+        err = ApiError(f"Unauthorized: the server rejected the credentials while {what}; "
+                       "refresh the credentials of this kubeconfig user", exit_code=AuthError.exit_code,
+                       **kwargs)
+    elif response.status == 403 and not any(c.get("reason") == "NamespaceTerminating" for c in causes):
+        err = ApiError(f"{message} (while {what}; grant that permission or use another context)",
+                       exit_code=AuthError.exit_code, **kwargs)
+    elif response.status == 404:
+        err = ApiError(message, exit_code=NotFound.exit_code, **kwargs)
+    elif response.status == 409:
+        err = ApiError(message, exit_code=ConflictError.exit_code, **kwargs)
+    else:
+        err = ApiError(f"{message} (HTTP {response.status} while {what})", **kwargs)
+    return err
+
+
+
+def short(exc):
+    text = str(getattr(exc, "reason", None) or exc)
+    for marker in ("Connection refused", "Name or service not known", "timed out",
+                   "certificate verify failed", "Connection reset", "No route to host",
+                   "Remote end closed connection"):
+        if marker in text:
+            return marker.lower()
+    return text.split(": ")[-1][:120]
+
+
+
+
+class Transport:
+    """A connection to one API server, with the user's credentials."""
+
+    def __init__(self, selected, options, *, pool_size=10):
+        self.selected = selected
+        self.options = options
+        self.server = selected.cluster["server"].rstrip("/")
+        self.namespace = selected.namespace
+        self.credentials = Credentials(selected.user, selected.context)
+        self._auth_provider_headers = None
+        self._pool = self._make_pool(pool_size)
+
+    # -- connection ------------------------------------------------------------------------------
+    def _make_pool(self, pool_size):
+        import urllib3
+
+        url = urlsplit(self.server)
+        if url.scheme not in ("https", "http"):
+            raise ConfigError(f"server {self.server} must start with https:// or http://")
+        timeout = self.options.request_timeout or None
+        self._timeout = urllib3.Timeout(connect=min(timeout or 30, 30), read=timeout)
+        proxy = proxy_for(self.server, self.selected.cluster)
+        kwargs = dict(maxsize=pool_size, block=True, retries=False, timeout=self._timeout)
+        if url.scheme == "https":
+            kwargs["ssl_context"] = ssl_context(self.selected.cluster, self.credentials)
+            if self.selected.cluster.get("tls-server-name"):
+                kwargs["server_hostname"] = self.selected.cluster["tls-server-name"]
+                kwargs["assert_hostname"] = self.selected.cluster["tls-server-name"]
+        if proxy:
+            if not proxy.startswith(("http://", "https://")):
+                raise ConfigError(f"proxy {proxy} is not supported; use an http(s) proxy")
+            return urllib3.ProxyManager(proxy, num_pools=1, **kwargs)
+        return urllib3.PoolManager(num_pools=1, **kwargs)
+
+    def _headers(self, content_type=None):
+        from urllib3 import HTTPHeaderDict
+
+        headers = HTTPHeaderDict({"User-Agent": USER_AGENT, "Accept": "application/json"})
+        if content_type:
+            headers["Content-Type"] = content_type
+        user = self.selected.user
+        if user.get("auth-provider"):
+            headers.update(self._auth_provider())
+        elif self.selected.user_name or user:
+            headers.update(self.credentials.headers())
+        else:
+            headers.update(self._in_cluster_headers())
+        as_user = self.options.as_user or user.get("as")
+        groups = self.options.as_groups or tuple(user.get("as-groups") or ())
+        if as_user:
+            headers["Impersonate-User"] = as_user
+        for group in groups:
+            headers.add("Impersonate-Group", group)
+        return headers
+
+    def _auth_provider(self):
+        """Legacy auth-provider plugins (oidc, gcp, azure): delegated to kubernetes."""
+        if self._auth_provider_headers is None:
+            from kubernetes.client import Configuration
+            from kubernetes.config.kube_config import KubeConfigLoader
+
+            sel = self.selected
+            config = {"current-context": "c",
+                      "contexts": [{"name": "c", "context": {"cluster": "c", "user": "u"}}],
+                      "clusters": [{"name": "c", "cluster": sel.cluster}],
+                      "users": [{"name": "u", "user": sel.user}]}
+            target = Configuration()
+            try:
+                KubeConfigLoader(config_dict=config, active_context="c").load_and_set(target)
+            except Exception as exc:  # the loader raises many kinds; keep one line
+                raise ConfigError(f'auth-provider of context "{sel.context}" failed: '
+                                  f"{type(exc).__name__}; refresh its login") from None
+            token = (target.api_key or {}).get("authorization")
+            self._auth_provider_headers = {"Authorization": token} if token else {}
+        return self._auth_provider_headers
+
+    def _in_cluster_headers(self):
+        return dict(getattr(self, "_in_cluster_auth", {}))
+
+    # -- requests -------------------------------------------------------------------------------
+    def request(self, method, path, *, params=None, body=None, content_type=None,
+                what="calling the API", retry=None, timeout=None, stream=False):
+        """Sends one request; returns the Response for 2xx, raises otherwise.
+
+        ``retry`` (default: for GET) retries throttling, 5xx and dropped
+        connections a few times with backoff, honouring Retry-After.
+        """
+        import urllib3
+
+        retry = (method == "GET") if retry is None else retry
+        url = self.server + path + ("?" + urlencode(params, doseq=True) if params else "")
+        data = json.dumps(body).encode() if body is not None else None
+        attempts = 5 if retry else 1
+        delay = 0.2
+        for attempt in range(attempts):
+            last = attempt == attempts - 1
+            try:
+                raw = self._pool.request(method, url, body=data,
+                                         headers=self._headers(content_type if data else None),
+                                         timeout=timeout or self._timeout,
+                                         preload_content=not stream, redirect=False)
+            except urllib3.exceptions.SSLError as exc:
+                raise ConnectionFailed(f"TLS verification of {self.server} failed ({short(exc)}); "
+                                       "check certificate-authority in the kubeconfig") from None
+            except urllib3.exceptions.NewConnectionError as exc:
+                # Checked first: urllib3 2 makes it a subclass of the timeout errors.
+                if last:
+                    raise ConnectionFailed(f"cannot reach the API server {self.server} while {what} "
+                                           f"({short(exc)}); check --context or that the cluster "
+                                           "is up") from None
+            except (urllib3.exceptions.TimeoutError, urllib3.exceptions.ReadTimeoutError):
+                if last:
+                    raise ConnectionFailed(
+                        f"the API server {self.server} did not answer in time while {what}; "
+                        "raise --request-timeout or check the server") from None
+            except urllib3.exceptions.HTTPError as exc:
+                if last:
+                    raise ConnectionFailed(f"cannot reach the API server {self.server} while {what} "
+                                           f"({short(exc)}); check --context or that the cluster "
+                                           "is up") from None
+            else:
+                if stream and 200 <= raw.status < 300:
+                    return raw
+                response = Response(raw.status, raw.headers, raw.data)
+                if 200 <= raw.status < 300:
+                    return response
+                if raw.status == 401 and self.selected.user.get("exec") and attempt == 0:
+                    self.credentials.refresh()
+                    continue
+                if last or raw.status not in RETRYABLE:
+                    raise status_error(response, what)
+                retry_after = status_error(response, what).retry_after
+                if retry_after:
+                    delay = max(delay, min(retry_after, 10))
+            time.sleep(delay * (0.75 + random.random() / 2))
+            delay = min(delay * 2, 5)
+        raise AssertionError("unreachable")
+
+    def get(self, path, params=None, *, what):
+        return self.request("GET", path, params=params, what=what).json()
+
+    def list_all(self, path, params=None, *, what):
+        """Lists every item, page by page (limit/continue)."""
+        params = dict(params or {}, limit=LIST_CHUNK)
+        items = []
+        while True:
+            page = self.get(path, params, what=what)
+            items.extend(page.get("items") or ())
+            token = (page.get("metadata") or {}).get("continue")
+            if not token:
+                return items, (page.get("metadata") or {}).get("resourceVersion", "")
+            params["continue"] = token
+            # The token carries the snapshot; the server refuses a resourceVersion beside it.
+            params.pop("resourceVersion", None)
+            params.pop("resourceVersionMatch", None)
