@@ -187,9 +187,7 @@ class Transport:
             except urllib3.exceptions.NewConnectionError as exc:
                 # Checked first: urllib3 2 makes it a subclass of the timeout errors.
                 if last:
-                    raise ConnectionFailed(f"cannot reach the API server {self.server} while {what} "
-                                           f"({short(exc)}); check --context or that the cluster "
-                                           "is up") from None
+                    raise self._unreachable(exc, what) from None
             except (urllib3.exceptions.TimeoutError, urllib3.exceptions.ReadTimeoutError):
                 if last:
                     raise ConnectionFailed(
@@ -197,9 +195,7 @@ class Transport:
                         "raise --request-timeout or check the server") from None
             except urllib3.exceptions.HTTPError as exc:
                 if last:
-                    raise ConnectionFailed(f"cannot reach the API server {self.server} while {what} "
-                                           f"({short(exc)}); check --context or that the cluster "
-                                           "is up") from None
+                    raise self._unreachable(exc, what) from None
             else:
                 if stream and 200 <= raw.status < 300:
                     return raw
@@ -217,6 +213,10 @@ class Transport:
             time.sleep(delay * (0.75 + random.random() / 2))
             delay = min(delay * 2, 5)
         raise AssertionError("unreachable")
+
+    def _unreachable(self, exc, what):
+        return ConnectionFailed(f"cannot reach the API server {self.server} while {what} "
+                                f"({short(exc)}); check --context or that the cluster is up")
 
     def get(self, path, params=None, *, what):
         return self.request("GET", path, params=params, what=what).json()

@@ -1,7 +1,10 @@
 """Helpers for end-to-end tests against the local sandbox (scripts/sandbox)."""
+import contextlib
 import json
 import os
+import socket
 import subprocess
+import threading
 import time
 from pathlib import Path
 
@@ -102,3 +105,36 @@ def wait_until(what, predicate, timeout=120, interval=1.0):
             return last
         time.sleep(interval)
     raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+
+
+@contextlib.contextmanager
+def unanswering_servers():
+    """(port that accepts connections and never answers, port where nothing listens), on 127.0.0.1.
+
+    The first gives a client's request timeout something to hit; the second a refused connection.
+    """
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(64)
+    held, stop = [], threading.Event()
+
+    def accept():
+        listener.settimeout(0.2)
+        while not stop.is_set():
+            try:
+                held.append(listener.accept()[0])
+            except socket.timeout:
+                continue
+    thread = threading.Thread(target=accept, daemon=True)
+    thread.start()
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        closed = probe.getsockname()[1]
+    try:
+        yield listener.getsockname()[1], closed
+    finally:
+        stop.set()
+        thread.join()
+        for conn in held:
+            conn.close()
+        listener.close()

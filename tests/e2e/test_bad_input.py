@@ -6,14 +6,13 @@ problems, server problems, missing nodes, no GPU nodes, an old interpreter."""
 
 import json
 import os
-import socket
 import sys
-import threading
 from pathlib import Path
 
 import pytest
 
 from plugin import REPO, gpuisolate, plugin_bin  # noqa: F401  (fixtures)
+from sandbox_helpers import unanswering_servers
 
 sys.path.insert(0, str(Path(REPO) / "tests"))
 from faults import pki  # noqa: E402
@@ -187,29 +186,8 @@ CASES = [
 @pytest.fixture(scope="module")
 def servers():
     """(port that accepts and never answers, port where nothing listens), both on 127.0.0.1."""
-    listener = socket.socket()
-    listener.bind(("127.0.0.1", 0))
-    listener.listen(32)
-    held, stop = [], threading.Event()
-
-    def accept():
-        listener.settimeout(0.2)
-        while not stop.is_set():
-            try:
-                held.append(listener.accept()[0])
-            except socket.timeout:
-                continue
-    thread = threading.Thread(target=accept, daemon=True)
-    thread.start()
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        closed = probe.getsockname()[1]
-    yield listener.getsockname()[1], closed
-    stop.set()
-    thread.join()
-    for conn in held:
-        conn.close()
-    listener.close()
+    with unanswering_servers() as ports:
+        yield ports
 
 
 def cluster_state(admin):

@@ -7,15 +7,14 @@ plugins); and embedded keys leave no file behind."""
 import base64
 import json
 import secrets
-import socket
 import subprocess
 import sys
-import threading
 from pathlib import Path
 
 import pytest
 
 from plugin import REPO, gpuisolate, plugin_bin  # noqa: F401  (fixtures)
+from sandbox_helpers import unanswering_servers
 
 sys.path.insert(0, str(Path(REPO) / "tests"))
 from faults import pki  # noqa: E402
@@ -39,32 +38,11 @@ def material(sandbox, tmp_path_factory):
     certs = {True: (sandbox_pki / "admin.crt", sandbox_pki / "admin.key"),
              False: (out / "stranger.crt", out / "stranger.key")}
     other_ca, _ = pki.server_cert(sandbox_pki, out, "not-a-ca")
-    listener = socket.socket()
-    listener.bind(("127.0.0.1", 0))
-    listener.listen(64)
-    held, stop = [], threading.Event()
-
-    def accept():
-        listener.settimeout(0.2)
-        while not stop.is_set():
-            try:
-                held.append(listener.accept()[0])
-            except socket.timeout:
-                continue
-    thread = threading.Thread(target=accept, daemon=True)
-    thread.start()
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        closed = probe.getsockname()[1]
-    yield {"dir": out, "pki": sandbox_pki, "token": {True: token, False: wrong}, "certs": certs,
-           "password": "gpuisolate-e2e-pass-" + secrets.token_hex(12), "other_ca": other_ca,
-           "server": json.loads((Path(sandbox.dir) / "state.json").read_text())["server"],
-           "silent": f"https://127.0.0.1:{listener.getsockname()[1]}", "closed": f"https://127.0.0.1:{closed}"}
-    stop.set()
-    thread.join()
-    for conn in held:
-        conn.close()
-    listener.close()
+    with unanswering_servers() as (silent, closed):
+        yield {"dir": out, "pki": sandbox_pki, "token": {True: token, False: wrong}, "certs": certs,
+               "password": "gpuisolate-e2e-pass-" + secrets.token_hex(12), "other_ca": other_ca,
+               "server": json.loads((Path(sandbox.dir) / "state.json").read_text())["server"],
+               "silent": f"https://127.0.0.1:{silent}", "closed": f"https://127.0.0.1:{closed}"}
 
 
 def user(kind, valid, m, tmp_path):

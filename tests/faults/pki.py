@@ -9,20 +9,11 @@ import base64
 import json
 import os
 import secrets
-import subprocess
+import sys
 from pathlib import Path
 
-
-def _openssl(*args, cwd):
-    result = subprocess.run(["openssl", *args], cwd=cwd, capture_output=True, text=True)
-    if result.returncode != 0:
-        raise RuntimeError(f"openssl {args[0]} failed: {result.stderr.strip()}")
-
-
-def _key(out, name):
-    _openssl("genpkey", "-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-256",
-             "-out", f"{name}.key", cwd=out)
-    os.chmod(Path(out) / f"{name}.key", 0o600)
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "sandbox"))
+from sandboxctl.pki import genkey as _key, openssl as _openssl  # noqa: E402  (the sandbox's own helpers)
 
 
 def server_cert(pki, out, name="proxy"):

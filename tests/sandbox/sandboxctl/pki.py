@@ -20,45 +20,47 @@ CERTS = {
 }
 
 
-def _openssl(*args, cwd):
+def openssl(*args, cwd):
+    """Runs the openssl CLI in cwd; raises with its last error line."""
     r = subprocess.run(["openssl", *args], cwd=cwd, capture_output=True, text=True)
     if r.returncode != 0:
         raise RuntimeError(f"openssl {args[0]} failed: {r.stderr.strip().splitlines()[-1:]}")
 
 
-def _genkey(pki, name):
-    _openssl("genpkey", "-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-256",
+def genkey(pki, name):
+    """An EC P-256 private key pki/name.key, readable by its owner only."""
+    openssl("genpkey", "-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-256",
              "-out", f"{name}.key", cwd=pki)
-    os.chmod(pki / f"{name}.key", 0o600)
+    os.chmod(Path(pki) / f"{name}.key", 0o600)
 
 
 def generate(pki: Path):
     """Create CA, serving/client certificates and the service-account key pair."""
     pki.mkdir(parents=True, exist_ok=True)
     os.chmod(pki, 0o700)
-    _genkey(pki, "ca")
+    genkey(pki, "ca")
     (pki / "ca.cnf").write_text(
         "[req]\ndistinguished_name=dn\nx509_extensions=v3\n[dn]\n"
         "[v3]\nbasicConstraints=critical,CA:TRUE\nkeyUsage=critical,keyCertSign,cRLSign,digitalSignature\n"
         "subjectKeyIdentifier=hash\n")
-    _openssl("req", "-x509", "-new", "-key", "ca.key", "-subj", "/CN=sandbox-ca",
+    openssl("req", "-x509", "-new", "-key", "ca.key", "-subj", "/CN=sandbox-ca",
              "-days", "3650", "-config", "ca.cnf", "-out", "ca.crt", cwd=pki)
     for name, (subj, eku, sans) in CERTS.items():
-        _genkey(pki, name)
+        genkey(pki, name)
         ext = ("[v3]\nbasicConstraints=critical,CA:FALSE\n"
                "keyUsage=critical,digitalSignature,keyEncipherment\n"
                f"extendedKeyUsage={eku}\nauthorityKeyIdentifier=keyid\n")
         if sans:
             ext += f"subjectAltName={sans}\n"
         (pki / f"{name}.ext").write_text(ext)
-        _openssl("req", "-new", "-key", f"{name}.key", "-subj", subj, "-out", f"{name}.csr", cwd=pki)
-        _openssl("x509", "-req", "-in", f"{name}.csr", "-CA", "ca.crt", "-CAkey", "ca.key",
+        openssl("req", "-new", "-key", f"{name}.key", "-subj", subj, "-out", f"{name}.csr", cwd=pki)
+        openssl("x509", "-req", "-in", f"{name}.csr", "-CA", "ca.crt", "-CAkey", "ca.key",
                  "-set_serial", str(secrets.randbits(63)), "-days", "3650",
                  "-extfile", f"{name}.ext", "-extensions", "v3", "-out", f"{name}.crt", cwd=pki)
     for tmp in list(pki.glob("*.csr")) + list(pki.glob("*.ext")) + [pki / "ca.cnf"]:
         tmp.unlink()
-    _genkey(pki, "sa")
-    _openssl("pkey", "-in", "sa.key", "-pubout", "-out", "sa.pub", cwd=pki)
+    genkey(pki, "sa")
+    openssl("pkey", "-in", "sa.key", "-pubout", "-out", "sa.pub", cwd=pki)
     token = secrets.token_hex(32)
     tokens = pki / "tokens.csv"
     tokens.write_text(f'{token},{TOKEN_USER},{TOKEN_USER},"system:masters"\n')
