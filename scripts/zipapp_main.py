@@ -20,7 +20,7 @@ EXIT_PYTHON = 11  # kubectl_gpuisolate.errors.EXIT_PYTHON: the zipapp cannot sta
 
 
 def _stop(message):
-    sys.stderr.write(message + "\n")
+    sys.stderr.write("error: " + message + "\n")
     sys.exit(EXIT_PYTHON)
 
 

@@ -12,6 +12,7 @@ node.  Exit codes: 0 everything planned moved, 9 a node was refused, 10 pods
 were pending or failed at the end, 130/143 interrupted (SIGINT/SIGTERM)."""
 
 import argparse
+import os
 import signal
 import sys
 import threading
@@ -348,6 +349,11 @@ def run(args, stdout=None):
         caught.append(signum)
         stop.set()
         signal.signal(signum, previous[signum])   # a second signal ends the process at once
+        # Said at once: finishing cleanly can wait on a request in flight (a hung server
+        # without --request-timeout).  os.write: no lock a progress line may hold.
+        name = signal.Signals(signum).name
+        os.write(2, f"{name}: stopping, no new evictions start; send {name} again to quit "
+                    "at once\n".encode())
 
     if threading.current_thread() is threading.main_thread():
         for signum in (signal.SIGINT, signal.SIGTERM):

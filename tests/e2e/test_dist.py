@@ -180,7 +180,7 @@ def test_python_38_gets_one_line_and_exit_11(dist, tmp_path):
     env = zipapp_env(tmp_path, PATH=python_on_path(tmp_path, "3.8"))
     result = run([str(dist / NAME), "status"], env=env)
     assert result.returncode == EXIT_PYTHON
-    assert result.stderr == f"{NAME} needs Python >= 3.9, found 3.8\n"
+    assert result.stderr == f"error: {NAME} needs Python >= 3.9, found 3.8\n"
     assert result.stdout == ""
     assert not (tmp_path / "shiv").exists(), "nothing may be unpacked for an unsupported Python"
 
@@ -220,7 +220,7 @@ def test_unwritable_home_gives_a_one_line_hint(home, dist, tmp_path):
     assert result.returncode == EXIT_PYTHON
     assert "Traceback" not in result.stderr
     lines = result.stderr.splitlines()
-    assert len(lines) == 1 and "cannot unpack into" in lines[0] and "SHIV_ROOT" in lines[0], lines
+    assert len(lines) == 1 and lines[0].startswith("error: ") and "cannot unpack into" in lines[0] and "SHIV_ROOT" in lines[0], lines
     # The hint works.
     fixed = run([str(dist / NAME), "version"], env=dict(env, SHIV_ROOT=str(tmp_path / "shiv")))
     assert fixed.returncode == 0 and fixed.stdout == f"{NAME} {VERSION}\n"

@@ -180,13 +180,17 @@ def test_an_interrupt_while_the_server_hangs(gpuisolate, sandbox, tmp_path, sile
         proc.send_signal(signum)
         if command[0] == "evacuate":
             # evacuate's first signal asks it to stop cleanly, which waits for the request in
-            # flight (bounded by --request-timeout); the second one ends it at once.
+            # flight (bounded by --request-timeout), and says so; the second one ends it at once.
             time.sleep(0.5)
+            assert proc.poll() is None, "evacuate ended on the first signal"
             proc.send_signal(signum)
         out, err = proc.communicate(timeout=60)
     finally:
         proc.kill()
     code, name = SIGNALS[signum]
     assert proc.returncode == code, err
-    assert err.strip().splitlines() == [f"error: interrupted by {name}"]
+    expected = [f"error: interrupted by {name}"]
+    if command[0] == "evacuate":
+        expected.insert(0, f"{name}: stopping, no new evictions start; send {name} again to quit at once")
+    assert err.strip().splitlines() == expected
     assert out == ""

@@ -130,7 +130,7 @@ def test_guard_answers_old_python_in_one_line(monkeypatch):
     with redirect_stderr(err), pytest.raises(SystemExit) as exc:
         runpy.run_path(GUARD, run_name="__main__")
     assert exc.value.code == 11
-    assert err.getvalue() == "kubectl-gpuisolate needs Python >= 3.9, found 3.8\n"
+    assert err.getvalue() == "error: kubectl-gpuisolate needs Python >= 3.9, found 3.8\n"
 
 
 def test_guard_exit_code_is_errors_exit_python():
@@ -149,4 +149,4 @@ def test_guard_hints_at_shiv_root_when_home_is_unwritable(tmp_path, monkeypatch)
         runpy.run_path(GUARD, run_name="__main__")
     assert exc.value.code == 11
     lines = err.getvalue().splitlines()
-    assert len(lines) == 1 and "cannot unpack into" in lines[0] and "SHIV_ROOT" in lines[0]
+    assert len(lines) == 1 and lines[0].startswith("error: ") and "cannot unpack into" in lines[0] and "SHIV_ROOT" in lines[0]

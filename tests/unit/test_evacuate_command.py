@@ -276,7 +276,7 @@ def test_interrupt_stops_new_evictions_and_prints_what_is_pending():
 
 @pytest.mark.parametrize("signum, exit_code", [(signal.SIGINT, EXIT_SIGINT),
                                                (signal.SIGTERM, EXIT_SIGTERM)])
-def test_signals_exit_130_or_143_after_the_summary(monkeypatch, capsys, signum, exit_code):
+def test_signals_exit_130_or_143_after_the_summary(monkeypatch, capfd, signum, exit_code):
     nodes, pods = seed_like()
     cluster = FakeCluster(nodes, pods, on_evict=lambda c, name: os.kill(os.getpid(), signum))
     monkeypatch.setattr("kubectl_gpuisolate.kube.connect", lambda *a, **k: cluster)
@@ -286,8 +286,10 @@ def test_signals_exit_130_or_143_after_the_summary(monkeypatch, capsys, signum, 
         evacuate.run(args)
     assert caught.value.exit_code == exit_code
     assert signal.getsignal(signum) is before
-    out = capsys.readouterr().out
+    out, err = capfd.readouterr()
     assert "NODE" in out and "not started: interrupted before this node" in out
+    name = signal.Signals(signum).name
+    assert f"{name}: stopping, no new evictions start; send {name} again to quit at once\n" in err
     assert cluster.evicted() == ["apps/web-1"]
 
 
