@@ -170,7 +170,9 @@ def load(kube, log):
 def snapshot(kube):
     """What reset compares: scenario objects (uid, generation) and pods (node, phase)."""
     namespaces = {n["metadata"]["name"]: n for n in kube.list("namespaces")}
-    snap = {"namespaces": sorted(namespaces), "objects": []}
+    # A namespace being deleted is not part of the scenario (reset has just deleted the tests' ones).
+    snap = {"namespaces": sorted(name for name, n in namespaces.items()
+                                 if not n["metadata"].get("deletionTimestamp")), "objects": []}
     for ns in seed.NAMESPACES:
         cur = namespaces.get(ns, {"metadata": {"uid": None}, "status": {}})
         snap["objects"].append(["namespaces", ns, ns, cur["metadata"]["uid"], cur["status"].get("phase")])
@@ -231,4 +233,9 @@ def reset(kube, baseline, log):
     log("workloads changed; recreating them")
     clear_workloads(kube)
     load_workloads(kube, log)
-    return snapshot(kube)
+    new = snapshot(kube)
+    # The namespaces to keep are those of `up`, always: a test namespace still listed here
+    # (its deletion in progress) must not become part of the baseline, or it would survive
+    # every later reset with whatever a test left in it.
+    new["namespaces"] = baseline["namespaces"]
+    return new
