@@ -1,7 +1,6 @@
 """The sandbox is a real cluster: checked with the real kubectl against the seed scenario."""
 import json
 import re
-import time
 
 from sandbox_helpers import (ALL_NODES, CONTROL_PLANE, CPU_WORKERS, GPU_A, GPU_B, GPU_NODES,
                              app_name, owner_kind, wait_until)
@@ -131,12 +130,10 @@ def test_drain_gpu_node_moves_pods_elsewhere(sandbox):
     daemons = [p for p in before if owner_kind(p) == "DaemonSet"]
     assert len(movable) >= 8 and daemons
     try:
-        t0 = time.time()
         r = sandbox.kubectl("drain", node, "--ignore-daemonsets", "--delete-emptydir-data",
                             "--timeout=240s", timeout=300)
         assert f"node/{node} drained" in r.stdout, r.stdout + r.stderr
         assert "evicting pod nai-admin/llama32-iep-predictor-" in r.stdout + r.stderr
-        assert time.time() - t0 < 240
         old_uids = {p["metadata"]["uid"] for p in movable}
 
         def settled():
