@@ -1,4 +1,5 @@
 """Helpers for end-to-end tests against the local sandbox (scripts/sandbox)."""
+import collections
 import contextlib
 import json
 import os
@@ -107,22 +108,26 @@ def wait_until(what, predicate, timeout=120, interval=1.0):
     raise AssertionError(f"timed out after {timeout}s waiting for {what}")
 
 
+class UnansweringServers(collections.namedtuple("UnansweringServers", "silent closed accepted")):
+    """``silent``: a port that accepts connections and never answers (a client's request timeout
+    has something to hit); ``closed``: a port where nothing listens (a refused connection);
+    ``accepted``: an Event set once the silent port has accepted a connection."""
+
+
 @contextlib.contextmanager
 def unanswering_servers():
-    """(port that accepts connections and never answers, port where nothing listens), on 127.0.0.1.
-
-    The first gives a client's request timeout something to hit; the second a refused connection.
-    """
+    """UnansweringServers on 127.0.0.1, for as long as the block runs."""
     listener = socket.socket()
     listener.bind(("127.0.0.1", 0))
     listener.listen(64)
-    held, stop = [], threading.Event()
+    accepted, held, stop = threading.Event(), [], threading.Event()
 
     def accept():
         listener.settimeout(0.2)
         while not stop.is_set():
             try:
                 held.append(listener.accept()[0])
+                accepted.set()
             except socket.timeout:
                 continue
     thread = threading.Thread(target=accept, daemon=True)
@@ -131,7 +136,7 @@ def unanswering_servers():
         probe.bind(("127.0.0.1", 0))
         closed = probe.getsockname()[1]
     try:
-        yield listener.getsockname()[1], closed
+        yield UnansweringServers(listener.getsockname()[1], closed, accepted)
     finally:
         stop.set()
         thread.join()

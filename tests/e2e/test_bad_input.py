@@ -186,8 +186,8 @@ CASES = [
 @pytest.fixture(scope="module")
 def servers():
     """(port that accepts and never answers, port where nothing listens), both on 127.0.0.1."""
-    with unanswering_servers() as ports:
-        yield ports
+    with unanswering_servers() as servers:
+        yield servers.silent, servers.closed
 
 
 def cluster_state(admin):

@@ -38,7 +38,7 @@ def material(sandbox, tmp_path_factory):
     certs = {True: (sandbox_pki / "admin.crt", sandbox_pki / "admin.key"),
              False: (out / "stranger.crt", out / "stranger.key")}
     other_ca, _ = pki.server_cert(sandbox_pki, out, "not-a-ca")
-    with unanswering_servers() as (silent, closed):
+    with unanswering_servers() as (silent, closed, _):
         yield {"dir": out, "pki": sandbox_pki, "token": {True: token, False: wrong}, "certs": certs,
                "password": "gpuisolate-e2e-pass-" + secrets.token_hex(12), "other_ca": other_ca,
                "server": json.loads((Path(sandbox.dir) / "state.json").read_text())["server"],

@@ -8,17 +8,15 @@ replaced or still there with its UID."""
 import json
 import random
 import signal
-import socket
 import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
 
 import pytest
 
 from plugin import REPO, gpuisolate, plugin_bin  # noqa: F401  (fixtures)
-from sandbox_helpers import GPU_A, GPU_NODES, wait_until
+from sandbox_helpers import GPU_A, GPU_NODES, unanswering_servers, wait_until
 
 sys.path.insert(0, str(Path(REPO) / "tests"))
 from faults import pki  # noqa: E402
@@ -140,28 +138,9 @@ def test_an_interrupted_evacuation_leaves_a_consistent_cluster(gpuisolate, sandb
 
 @pytest.fixture
 def silent_server():
-    """Accepts connections on 127.0.0.1 and never answers; ``accepted`` is set on the first."""
-    listener = socket.socket()
-    listener.bind(("127.0.0.1", 0))
-    listener.listen(8)
-    accepted, held, stop = threading.Event(), [], threading.Event()
-
-    def accept():
-        listener.settimeout(0.2)
-        while not stop.is_set():
-            try:
-                held.append(listener.accept()[0])
-                accepted.set()
-            except socket.timeout:
-                continue
-    thread = threading.Thread(target=accept, daemon=True)
-    thread.start()
-    yield listener.getsockname()[1], accepted
-    stop.set()
-    thread.join()
-    for conn in held:
-        conn.close()
-    listener.close()
+    """(port that accepts connections and never answers, Event set on the first connection)."""
+    with unanswering_servers() as servers:
+        yield servers.silent, servers.accepted
 
 
 @pytest.mark.parametrize("signum", sorted(SIGNALS), ids=lambda s: SIGNALS[s][1])
