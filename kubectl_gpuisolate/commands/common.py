@@ -112,9 +112,7 @@ def gather(kube, nodes, *, not_older_than=None, pdbs=None, check_daemonsets=True
     names = [n["metadata"]["name"] for n in nodes]
 
     def pods_on(name):
-        pods = (kube.list_pods_on_node(name, not_older_than=not_older_than) if not_older_than
-                else kube.list_pods_on_node(name))
-        return [essentials(p) for p in pods]
+        return [essentials(p) for p in kube.list_pods_on_node(name, not_older_than=not_older_than)]
 
     with ThreadPoolExecutor(max_workers=min(FETCH_WORKERS, len(nodes) + 1)) as pool:
         pdb_future = pdbs if pdbs is not None else pool.submit(kube.list_pdbs)

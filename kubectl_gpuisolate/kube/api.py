@@ -20,9 +20,6 @@ class Kube(Transport):
     """The API calls of the plugin, on one connection."""
 
     # -- nodes ---------------------------------------------------------------------------------
-    def list_nodes(self, selector=None):
-        return self.list_nodes_with_version(selector)[0]
-
     def list_nodes_with_version(self, selector=None):
         """(nodes, resourceVersion of the list): a consistent read, as kubectl's."""
         params = {"labelSelector": selector} if selector else {}
@@ -89,11 +86,14 @@ class Kube(Transport):
         resourceVersion of an earlier consistent read, lets the API server answer from its
         watch cache at once instead of first catching up with etcd, as each consistent
         read must (hundreds of lists on a large cluster)."""
+        return self.list_pods_on_node_with_version(node_name, not_older_than)[0]
+
+    def list_pods_on_node_with_version(self, node_name, not_older_than=None):
+        """(the node's pods, resourceVersion of the list), as ``list_pods_on_node``."""
         params = {"fieldSelector": f"spec.nodeName={node_name}"}
         if not_older_than:
             params.update(resourceVersion=not_older_than, resourceVersionMatch="NotOlderThan")
-        items, _ = self.list_all("/api/v1/pods", params, what=f"listing pods on node {node_name}")
-        return items
+        return self.list_all("/api/v1/pods", params, what=f"listing pods on node {node_name}")
 
     def get_pod(self, namespace, name):
         return self.get(f"/api/v1/namespaces/{namespace}/pods/{name}",
@@ -172,10 +172,6 @@ class Kube(Transport):
             if not finished:
                 raw.close()   # a stream left unread (caller stopped early) must not be reused
             raw.release_conn()
-
-    def list_pods_on_node_with_version(self, node_name):
-        return self.list_all("/api/v1/pods", {"fieldSelector": f"spec.nodeName={node_name}"},
-                             what=f"listing pods on node {node_name}")
 
 
 

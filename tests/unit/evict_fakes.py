@@ -236,7 +236,7 @@ class FakeCluster:
     def _on(self, name):
         return [p for p in self.pods if p["spec"].get("nodeName") == name]
 
-    def list_pods_on_node(self, name):
+    def list_pods_on_node(self, name, not_older_than=None):
         with self.lock:
             return [json.loads(json.dumps(p)) for p in self._on(name)]
 
