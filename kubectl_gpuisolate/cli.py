@@ -11,11 +11,11 @@ import os
 import signal
 import sys
 import threading
-import time
 
 from . import __version__
 from .errors import EXIT_INTERNAL, EXIT_SIGINT, EXIT_SIGTERM, EXIT_USAGE, GpuIsolateError
 from .flags import add_connection_flags
+from .interrupts import INTERRUPTS, Terminated, _on_signal, _said, _say_interrupted
 
 PROG = "kubectl gpuisolate"
 COMMANDS = ("status", "taint", "untaint", "evacuate", "completion", "version")
@@ -50,33 +50,6 @@ def build_parser():
     return parser
 
 
-class Terminated(KeyboardInterrupt):
-    """SIGTERM (evacuate handles its own first one): unwinds like Ctrl-C, exits 143."""
-
-
-INTERRUPTS = {signal.SIGINT: ("SIGINT", EXIT_SIGINT), signal.SIGTERM: ("SIGTERM", EXIT_SIGTERM)}
-EXIT_GRACE = 2.0        # seconds the main thread gets to unwind before the process ends anyway
-_said = threading.Event()
-
-
-def _say_interrupted(signum):
-    if not _said.is_set():
-        _said.set()
-        sys.stderr.write(f"error: interrupted by {INTERRUPTS[signum][0]}\n")
-        sys.stderr.flush()
-
-
-def _on_signal(signum, frame):
-    """Unwinds the main thread (``with`` and ``finally`` blocks clean up) and, should a worker
-    thread blocked in a request hold the process, ends it after EXIT_GRACE seconds."""
-    def force_exit():
-        time.sleep(EXIT_GRACE)
-        _say_interrupted(signum)
-        os._exit(INTERRUPTS[signum][1])
-    threading.Thread(target=force_exit, daemon=True).start()
-    raise Terminated() if signum == signal.SIGTERM else KeyboardInterrupt()
-
-
 def main(argv=None):
     previous = {}
     _said.clear()
@@ -96,12 +69,12 @@ def main(argv=None):
 def _main(argv):
     argv = sys.argv[1:] if argv is None else argv
     parser = build_parser()
-    from .complete import is_kubectl_helper
+    from .completion.kubectl_helper import is_kubectl_helper
     if is_kubectl_helper(sys.argv[0], argv):  # kubectl_complete-gpuisolate, for kubectl
-        from .complete import serve_kubectl
+        from .completion.kubectl_helper import serve_kubectl
         return serve_kubectl(parser, argv)
     if "_ARGCOMPLETE" in os.environ:
-        from .complete import autocomplete
+        from .completion.shell import autocomplete
         autocomplete(parser)
     args = parser.parse_args(argv)
     debug = getattr(args, "debug", False)

@@ -29,7 +29,7 @@ def add_parser(subparsers, parents):
 
 
 def run(args, stdout=None):
-    from ..complete import shellcode
+    from ..completion.shell import shellcode
 
     (stdout or sys.stdout).write(shellcode(args.shell))
     return 0

@@ -3,17 +3,16 @@ its GPU count, whether the GPU taint is present, each pod's verdict and reason,
 and the PodDisruptionBudgets that would block a move."""
 
 import sys
-from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
-from .. import output, planner
+from ..core import planner
+from ..core.taints import DEFAULT_TAINT, Taint, parse_taint
 from ..errors import EXIT_FINDINGS, EXIT_OK
 from ..flags import ConnectionOptions, add_output_flag, connection_options
-from ..taints import DEFAULT_TAINT, Taint, parse_taint
-from .common import FETCH_WORKERS, add_node_flags, build_plans, find_nodes_with_version, node_selection
-
-SCHEMA_VERSION = "gpuisolate.status/v1"
+from ..output import tables as output
+from ..output.status import render_text, to_document
+from .common import add_node_flags, node_selection
 
 EXAMPLES = """examples:
   # The GPU nodes and the pods on them that do not belong there
@@ -61,13 +60,15 @@ def add_parser(subparsers, parents):
 def run(args, stdout=None):
     options = StatusOptions.from_args(args)
     from ..kube import connect
+    from ..kube.gather import build_plans
+    from ..kube.nodes import FETCH_WORKERS, find_nodes_with_version
 
     stdout = stdout or sys.stdout
     kube = connect(options.connection, pool_size=FETCH_WORKERS + 2)
     with ThreadPoolExecutor(max_workers=1) as early:
         pdbs = early.submit(kube.list_pdbs)     # needs no node: read while the nodes are
         nodes, version = find_nodes_with_version(kube, options.names, options.requirements,
-                                                 options.selector_text)
+                                                 options.selector_text, warn=output.warn)
         # The pods are read as of the node list or later (one consistent read, not hundreds).
         plans = build_plans(kube, nodes, planner.PlanOptions(options.managed_taint),
                             not_older_than=version, pdbs=pdbs)
@@ -80,79 +81,3 @@ def run(args, stdout=None):
         stdout.write(render_text(nodes, plans, wide=options.output == "wide"))
     findings = any(p.misplaced or not p.tainted for p in plans)
     return EXIT_FINDINGS if options.exit_code and findings else EXIT_OK
-
-
-def _summary(plan):
-    counts = Counter(d.action for d in plan.decisions)
-    stays = Counter(d.reason for d in plan.decisions if d.action == planner.STAY)
-    return counts, stays
-
-
-def render_text(nodes, plans, *, wide=False):
-    parts = [output.node_view(nodes)]
-    for plan in plans:
-        counts, stays = _summary(plan)
-        taint = (", ".join(f"{t['key']}{'=' + t['value'] if t.get('value') else ''}:{t['effect']}"
-                           for t in plan.gpu_taints) if plan.tainted else "absent")
-        stay_text = ", ".join(f"{n} {r}" for r, n in sorted(stays.items()))
-        header = (f"\nnode/{plan.name}: {plan.gpu_count} GPU, GPU taint {taint}"
-                  f"{', cordoned' if plan.unschedulable else ''}; {len(plan.decisions)} pods: "
-                  f"{len(plan.misplaced)} would move, {counts[planner.STAY]} stay"
-                  f"{' (' + stay_text + ')' if stay_text else ''}"
-                  f"{', %d terminating' % counts[planner.WAIT] if counts[planner.WAIT] else ''}\n")
-        parts.append(header)
-        rows = []
-        for d in plan.decisions:
-            verdict = {"move": "would move", "blocked": "would move", "stay": "stays",
-                       "wait": "terminating"}[d.action]
-            row = [d.namespace, d.name, verdict, d.reason, d.message]
-            if wide:
-                row[3:3] = [d.owner or "<none>",
-                            ",".join(p.name for p in d.pdbs) or "<none>"]
-            rows.append(row)
-        headers = ["namespace", "pod", "verdict", "reason", "detail"]
-        if wide:
-            headers[3:3] = ["owner", "pdb"]
-        parts.append(output.table(headers, rows))
-    blockers = planner.pdb_blockers(plans)
-    if blockers:
-        parts.append("\nPodDisruptionBudgets that would block a move:\n")
-        parts.append(output.table(
-            ["namespace", "pdb", "allowed", "healthy", "needs", "note"],
-            [[p.namespace, p.name, p.disruptions_allowed, p.current_healthy, p.desired_healthy,
-              f"never allows an eviction: {p.never_allows}" if p.never_allows
-              else "allows no eviction now"] for p in blockers]))
-    return "".join(parts)
-
-
-def _pdb_doc(pdb):
-    return {"namespace": pdb.namespace, "name": pdb.name,
-            "disruptionsAllowed": pdb.disruptions_allowed, "currentHealthy": pdb.current_healthy,
-            "desiredHealthy": pdb.desired_healthy, "expectedPods": pdb.expected_pods,
-            "neverAllows": pdb.never_allows}
-
-
-def to_document(options, nodes, plans):
-    """The versioned json/yaml schema (documented in docs/output.md)."""
-    node_docs = []
-    for node, plan in zip(nodes, plans):
-        counts, stays = _summary(plan)
-        node_docs.append({
-            "name": plan.name,
-            "gpuPresent": (node["metadata"].get("labels") or {}).get("nvidia.com/gpu.present"),
-            "gpuCount": plan.gpu_count,
-            "taints": (node.get("spec") or {}).get("taints") or [],
-            "gpuTainted": plan.tainted,
-            "unschedulable": plan.unschedulable,
-            "summary": {"wouldMove": len(plan.misplaced), "stay": counts[planner.STAY],
-                        "terminating": counts[planner.WAIT], "stayReasons": dict(sorted(stays.items()))},
-            "pods": [{"namespace": d.namespace, "name": d.name, "uid": d.uid, "owner": d.owner,
-                      "verdict": d.action, "reason": d.reason, "message": d.message,
-                      "flags": list(d.flags), "pdbs": [p.name for p in d.pdbs],
-                      **({"warning": d.warning} if d.warning else {})}
-                     for d in plan.decisions],
-        })
-    return {"schemaVersion": SCHEMA_VERSION, "taint": str(options.managed_taint),
-            "nodes": node_docs,
-            "pdbBlockers": [_pdb_doc(p) for p in planner.pdb_blockers(plans)],
-            "warnings": [w for plan in plans for w in plan.warnings]}

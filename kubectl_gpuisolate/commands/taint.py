@@ -8,12 +8,12 @@ import argparse
 import sys
 from dataclasses import dataclass
 
-from .. import planner
-from ..errors import ConflictError, EXIT_OK
+from ..core import planner
+from ..core.taints import DEFAULT_TAINT, Taint, parse_taint
+from ..errors import EXIT_OK
 from ..flags import ConnectionOptions, DryRun, add_dry_run_flag, connection_options, parse_dry_run
-from ..output import warn
-from ..taints import DEFAULT_TAINT, Taint, add_taint, parse_taint
-from .common import add_node_flags, build_plans, find_nodes, node_selection
+from ..output.tables import warn
+from .common import add_node_flags, node_selection
 
 EXAMPLES = """examples:
   # Taint every node labelled nvidia.com/gpu.present=true with nvidia.com/gpu=true:NoSchedule
@@ -59,39 +59,6 @@ def add_parser(subparsers, parents):
     parser.set_defaults(run=run)
 
 
-def check_conflicts(nodes, taint, *, overwrite):
-    """Refuses before any write when a node has the key and effect with another value."""
-    for node in nodes:
-        try:
-            add_taint((node.get("spec") or {}).get("taints"), taint, overwrite=overwrite)
-        except ConflictError as exc:
-            raise ConflictError(f"node {node['metadata']['name']} {exc}") from None
-
-
-def apply_taint(kube, nodes, taint, *, overwrite, dry_run, stdout):
-    """Taints the nodes (shared with ``evacuate --taint``).  Returns the updated nodes.
-
-    Every node is checked before any is written, so a value conflict on one
-    node leaves all of them untouched.
-    """
-    check_conflicts(nodes, taint, overwrite=overwrite)
-    updated = []
-    for node in nodes:
-        name = node["metadata"]["name"]
-
-        def compute(current):
-            new, verb = add_taint(current, taint, overwrite=overwrite)
-            return (None if verb == "unchanged" else new), verb
-        try:
-            result, verb = kube.update_node_taints(name, compute, dry_run=dry_run)
-        except ConflictError as exc:
-            raise ConflictError(f"node {name} {exc}") from None
-        text = "already tainted" if verb == "unchanged" else verb
-        stdout.write(f"node/{name} {text}{'' if verb == 'unchanged' else dry_run.suffix}\n")
-        updated.append(result)
-    return updated
-
-
 def _without_taint_key(node, taint):
     """The node as it will be judged once the new taint replaces any same-key one."""
     spec = dict(node.get("spec") or {})
@@ -103,10 +70,12 @@ def _without_taint_key(node, taint):
 def run(args, stdout=None):
     options = TaintOptions.from_args(args)
     from ..kube import connect
+    from ..kube.gather import build_plans
+    from ..kube.nodes import apply_taint, check_conflicts, find_nodes
 
     stdout = stdout or sys.stdout
     kube = connect(options.connection)
-    nodes = find_nodes(kube, options.names, options.requirements, options.selector_text)
+    nodes = find_nodes(kube, options.names, options.requirements, options.selector_text, warn=warn)
     check_conflicts(nodes, options.taint, overwrite=options.overwrite)
     # Say which GPU pods would not tolerate the new taint before writing it.
     judged = [_without_taint_key(n, options.taint) for n in nodes]

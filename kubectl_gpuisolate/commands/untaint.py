@@ -5,10 +5,11 @@ import argparse
 import sys
 from dataclasses import dataclass
 
+from ..core.taints import TaintRef, parse_taint_ref, remove_taint
 from ..errors import EXIT_OK
 from ..flags import ConnectionOptions, DryRun, add_dry_run_flag, connection_options, parse_dry_run
-from ..taints import TaintRef, parse_taint_ref, remove_taint
-from .common import add_node_flags, find_nodes, node_selection
+from ..output.tables import warn
+from .common import add_node_flags, node_selection
 
 DEFAULT_REF = "nvidia.com/gpu:NoSchedule"
 
@@ -53,10 +54,11 @@ def add_parser(subparsers, parents):
 def run(args, stdout=None):
     options = UntaintOptions.from_args(args)
     from ..kube import connect
+    from ..kube.nodes import find_nodes
 
     stdout = stdout or sys.stdout
     kube = connect(options.connection)
-    nodes = find_nodes(kube, options.names, options.requirements, options.selector_text)
+    nodes = find_nodes(kube, options.names, options.requirements, options.selector_text, warn=warn)
     for node in nodes:
         name = node["metadata"]["name"]
 

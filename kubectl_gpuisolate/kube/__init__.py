@@ -12,9 +12,12 @@ service-account configuration.  Everything else (client certificates, tokens,
 basic auth, exec plugins, impersonation with several groups) is handled here
 so that a plain ``status`` does not pay the client's import cost.
 
-Layers, each using only the one before it: ``credentials`` (the kubeconfig
-user and TLS), ``transport`` (requests, retries, error mapping, pagination),
-``api`` (the calls the commands make, and ``connect``).
+Layers, each using only the ones before it: ``config`` (finding and merging
+kubeconfig files), ``x509`` (certificate dates), ``auth`` (the kubeconfig user
+and TLS), ``retry`` (backoff), ``transport`` (requests, retries, error mapping,
+pagination), ``api`` (the calls the commands make, and ``connect``), then
+``nodes`` (finding the GPU nodes, writing their taints) and ``gather`` (the
+facts the planner needs), which use only ``api``'s calls.
 """
 
 from .api import Kube, connect

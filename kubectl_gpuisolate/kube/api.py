@@ -190,7 +190,7 @@ def merge_patch(target, patch):
 
 def connect(options, *, pool_size=10):
     """Loads the kubeconfig (or the in-cluster config) and returns a Kube."""
-    from .. import kubeconfig
+    from . import config as kubeconfig
 
     paths = kubeconfig.find_paths(options.kubeconfig)
     if not paths:
@@ -210,7 +210,7 @@ def _connect_in_cluster(options, pool_size):
     from kubernetes.config.config_exception import ConfigException
     from kubernetes.config.incluster_config import load_incluster_config
 
-    from ..kubeconfig import Merged, Selected
+    from .config import Merged, Selected
 
     config = Configuration()
     try:

@@ -14,7 +14,7 @@ from urllib.parse import urlencode, urlsplit
 from .. import __version__
 from ..errors import (ApiError, AuthError, ConfigError, ConflictError, ConnectionFailed,
                       NotFound)
-from .credentials import Credentials, proxy_for, ssl_context
+from .auth import Credentials, proxy_for, ssl_context
 
 USER_AGENT = f"kubectl-gpuisolate/{__version__}"
 LIST_CHUNK = 500

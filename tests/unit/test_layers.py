@@ -1,4 +1,5 @@
-"""The layering rules of docs/design.md, checked on every import statement of the package."""
+"""The layering rules of docs/design.md as folder rules, checked on every import statement of
+the package (also imports inside functions)."""
 
 import ast
 import pathlib
@@ -6,15 +7,23 @@ import pathlib
 import pytest
 
 PACKAGE = pathlib.Path(__file__).resolve().parents[2] / "kubectl_gpuisolate"
-CORE = ("taints", "selectors", "gpu", "planner", "eviction_policy", "kubeconfig")
-KUBE_LAYERS = ("credentials", "transport", "api")      # each may use only the ones before it
+ROOT = "kubectl_gpuisolate"
+FOLDERS = ("core", "kube", "evacuation", "output", "completion", "commands")
+TOP_MODULES = ("__init__.py", "__main__.py", "cli.py", "interrupts.py", "errors.py", "flags.py")
+# kube/ from the bottom up: each module may use only the ones before it.
+KUBE_LAYERS = ("config", "x509", "auth", "retry", "transport", "api", "nodes", "gather")
+# The standard library the pure core may use: no files, clock, threads, processes or sockets.
+CORE_STDLIB = {"re", "typing", "dataclasses", "enum", "collections", "functools", "itertools",
+               "math", "fractions", "decimal"}
 
 
-def imports(path):
-    """Absolute module names imported anywhere in the file (also inside functions)."""
+def imports(path, *, top_level_only=False):
+    """Absolute module names imported in the file (with ``top_level_only``, only at module level)."""
     names = set()
     package = ".".join(path.relative_to(PACKAGE.parent).with_suffix("").parts[:-1])
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    nodes = tree.body if top_level_only else ast.walk(tree)
+    for node in nodes:
         if isinstance(node, ast.Import):
             names.update(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom):
@@ -25,36 +34,91 @@ def imports(path):
     return names
 
 
-def modules():
-    return sorted(p for p in PACKAGE.rglob("*.py"))
+def modules(folder=None):
+    root = PACKAGE / folder if folder else PACKAGE
+    return sorted(root.rglob("*.py"))
 
 
-def test_the_package_has_the_expected_modules():
-    names = {p.relative_to(PACKAGE).as_posix() for p in modules()}
-    assert {"kube/__init__.py", "kube/api.py", "kube/transport.py", "kube/credentials.py",
-            "cli.py", "output.py"} <= names
-    assert "kube.py" not in names
+def ours(names, *prefixes):
+    """The names that are (or are inside) one of our modules ``ROOT.<prefix>``."""
+    wanted = tuple(f"{ROOT}.{p}" for p in prefixes)
+    return {n for n in names if any(n == w or n.startswith(w + ".") for w in wanted)}
 
 
-@pytest.mark.parametrize("path", modules(), ids=lambda p: p.relative_to(PACKAGE).as_posix())
-def test_only_the_kube_package_imports_the_http_and_kubernetes_clients(path):
+def label(path):
+    return path.relative_to(PACKAGE).as_posix()
+
+
+def test_the_package_is_the_folders_of_the_layers_and_the_entry_modules():
+    top = {p.name for p in PACKAGE.iterdir() if p.name != "__pycache__"}
+    assert top == set(FOLDERS) | set(TOP_MODULES)
+    for folder in FOLDERS:
+        assert (PACKAGE / folder / "__init__.py").is_file(), folder
+        assert not [p for p in (PACKAGE / folder).iterdir() if p.is_dir() and p.name != "__pycache__"]
+    assert {p.stem for p in (PACKAGE / "kube").glob("*.py")} == set(KUBE_LAYERS) | {"__init__"}
+
+
+@pytest.mark.parametrize("path", modules(), ids=label)
+def test_only_the_kube_folder_imports_the_http_and_kubernetes_clients(path):
     if path.parent.name == "kube":
         return
     bad = {n for n in imports(path) if n.split(".")[0] in ("urllib3", "kubernetes")}
-    assert not bad, f"{path.name} imports {sorted(bad)}: API access belongs to kubectl_gpuisolate/kube/"
+    assert not bad, f"{label(path)} imports {sorted(bad)}: API access belongs to kubectl_gpuisolate/kube/"
 
 
-@pytest.mark.parametrize("name", CORE)
-def test_the_pure_core_does_no_io_and_knows_no_command(name):
-    found = imports(PACKAGE / f"{name}.py")
-    bad = {n for n in found if n.split(".")[0] in ("urllib3", "kubernetes", "socket", "http")
-           or n.startswith(("kubectl_gpuisolate.kube", "kubectl_gpuisolate.commands",
-                            "kubectl_gpuisolate.cli", "kubectl_gpuisolate.output"))}
-    assert not bad, f"{name}.py imports {sorted(bad)}"
+@pytest.mark.parametrize("path", modules("core"), ids=label)
+def test_the_core_is_pure_stdlib_errors_and_itself(path):
+    found = imports(path)
+    outside = {n for n in found if not n.startswith(ROOT) and n.split(".")[0] not in CORE_STDLIB}
+    assert not outside, f"{label(path)} imports {sorted(outside)}: the core does no I/O"
+    allowed = ours(found, "core", "errors")
+    assert not {n for n in found if n.startswith(ROOT)} - allowed - {ROOT}, label(path)
+
+
+@pytest.mark.parametrize("path", modules("kube"), ids=label)
+def test_kube_knows_no_engine_output_command_or_cli(path):
+    found = imports(path)
+    assert not ours(found, "evacuation", "output", "completion", "commands", "cli", "interrupts")
 
 
 @pytest.mark.parametrize("index,layer", list(enumerate(KUBE_LAYERS)))
 def test_kube_layers_use_only_the_layers_below(index, layer):
     found = imports(PACKAGE / "kube" / f"{layer}.py")
-    above = {f"kubectl_gpuisolate.kube.{name}" for name in KUBE_LAYERS[index + 1:]}
-    assert not {n for n in found if any(n == a or n.startswith(a + ".") for a in above)}
+    above = ours(found, *(f"kube.{name}" for name in KUBE_LAYERS[index + 1:]))
+    assert not above, f"kube/{layer}.py imports {sorted(above)}"
+
+
+@pytest.mark.parametrize("layer", ("nodes", "gather"))
+def test_the_kube_helpers_use_only_the_api_calls(layer):
+    """nodes and gather are written against the Kube calls, never the wire below them."""
+    found = imports(PACKAGE / "kube" / f"{layer}.py")
+    assert not ours(found, "kube.config", "kube.x509", "kube.auth", "kube.transport")
+
+
+@pytest.mark.parametrize("path", modules("evacuation"), ids=label)
+def test_the_engine_knows_no_command_cli_or_completion_and_no_wire(path):
+    found = imports(path)
+    assert not ours(found, "commands", "cli", "completion",
+                    "kube.config", "kube.x509", "kube.auth", "kube.transport", "kube.api")
+
+
+@pytest.mark.parametrize("path", modules("output"), ids=label)
+def test_output_talks_to_no_cluster_and_knows_no_command(path):
+    found = imports(path)
+    assert not ours(found, "kube", "commands", "cli", "completion", "interrupts")
+
+
+@pytest.mark.parametrize("path", modules("commands") + modules("completion"), ids=label)
+def test_commands_and_completion_import_the_api_client_only_when_they_run(path):
+    """--help and completion must not pay for the kube package (ssl, subprocess, ...)."""
+    assert not ours(imports(path, top_level_only=True), "kube")
+
+
+@pytest.mark.parametrize("path", modules(), ids=label)
+def test_only_the_entry_points_exit_the_process(path):
+    if label(path) in ("cli.py", "__main__.py", "interrupts.py"):
+        return
+    calls = {f"{n.func.value.id}.{n.func.attr}" for n in ast.walk(ast.parse(path.read_text()))
+             if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
+             and isinstance(n.func.value, ast.Name)}
+    assert not calls & {"sys.exit", "os._exit"}, f"{label(path)} ends the process: raise an error instead"

@@ -1,0 +1,3 @@
+"""Shell completion: the completers (``completers``), kubectl's helper protocol
+(``kubectl_helper``) and argcomplete (``shell``).  Imports no ``kubernetes``.
+"""

@@ -1,0 +1,18 @@
+"""Direct completion of ``kubectl-gpuisolate`` through argcomplete, and its shell script."""
+
+
+def autocomplete(parser):
+    """Called by cli.main when ``_ARGCOMPLETE`` is set (the shell script that
+    ``completion bash|zsh`` prints); exits when it has answered."""
+    import argcomplete
+
+    from .completers import attach_completers
+
+    attach_completers(parser)
+    argcomplete.autocomplete(parser, always_complete_options=False)
+
+
+def shellcode(shell, command="kubectl-gpuisolate"):
+    import argcomplete
+
+    return argcomplete.shellcode([command], shell=shell)

@@ -1,0 +1,72 @@
+"""The facts the planner needs, read concurrently: each node's pods (their essentials only),
+the cluster's PodDisruptionBudgets and whether the DaemonSets owning pods still exist."""
+
+from concurrent.futures import ThreadPoolExecutor, as_completed
+
+from ..core import planner
+from .nodes import FETCH_WORKERS
+
+
+# What the planner reads of a pod (planner.decide, gpu.pod_*, taints.tolerates_all,
+# selectors for PDBs).  Keeping only this, as each node's pods arrive, holds a large
+# cluster's GPU nodes in a fraction of the memory of whole pods.
+_POD_METADATA = ("name", "namespace", "uid", "labels", "ownerReferences", "deletionTimestamp")
+_POD_SPEC = ("nodeName", "tolerations", "resourceClaims")
+_MIRROR = "kubernetes.io/config.mirror"
+
+
+def essentials(pod):
+    """The planner's part of a pod, as a plain dict of the same shape."""
+    meta, spec = pod.get("metadata") or {}, pod.get("spec") or {}
+    slim_meta = {k: meta[k] for k in _POD_METADATA if k in meta}
+    annotations = meta.get("annotations") or {}
+    if _MIRROR in annotations:
+        slim_meta["annotations"] = {_MIRROR: annotations[_MIRROR]}
+    slim_spec = {k: spec[k] for k in _POD_SPEC if k in spec}
+    volumes = [v for v in spec.get("volumes") or () if "emptyDir" in v]
+    if volumes:
+        slim_spec["volumes"] = volumes
+    for key in ("containers", "initContainers"):
+        if spec.get(key):
+            slim_spec[key] = [{"resources": c.get("resources") or {}} for c in spec[key]]
+    slim = {"metadata": slim_meta, "spec": slim_spec}
+    phase = (pod.get("status") or {}).get("phase")
+    if phase:
+        slim["status"] = {"phase": phase}
+    return slim
+
+
+def gather(kube, nodes, *, not_older_than=None, pdbs=None, check_daemonsets=True):
+    """Fetches, concurrently, the pods of each node (their essentials), the cluster's PDBs
+    and whether the DaemonSets owning those pods still exist; a node's DaemonSets are
+    looked up as soon as its pods arrive, while other nodes' pods are still coming.
+
+    ``not_older_than``: the node list's resourceVersion, for reads from the API
+    server's watch cache (see Kube.list_pods_on_node).  ``pdbs``: a Future of the PDB
+    list when the caller started it earlier.  Returns ({node name: pods}, pdbs,
+    missing DaemonSets as (namespace, name)).
+    """
+    names = [n["metadata"]["name"] for n in nodes]
+
+    def pods_on(name):
+        return [essentials(p) for p in kube.list_pods_on_node(name, not_older_than=not_older_than)]
+
+    with ThreadPoolExecutor(max_workers=min(FETCH_WORKERS, len(nodes) + 1)) as pool:
+        pdb_future = pdbs if pdbs is not None else pool.submit(kube.list_pdbs)
+        futures = {pool.submit(pods_on, name): name for name in names}
+        pods_by_node, ds_futures = {}, {}
+        for future in as_completed(futures):
+            pods = pods_by_node[futures[future]] = future.result()
+            if check_daemonsets:
+                for key in planner.daemonsets_to_check(pods) - ds_futures.keys():
+                    ds_futures[key] = pool.submit(kube.daemonset_exists, *key)
+        missing = frozenset(key for key, f in ds_futures.items() if not f.result())
+        pdbs = pdb_future.result()
+    return {name: pods_by_node[name] for name in names}, pdbs, missing
+
+
+def build_plans(kube, nodes, options, *, check_daemonsets=True, not_older_than=None, pdbs=None):
+    pods_by_node, pdbs, missing = gather(kube, nodes, not_older_than=not_older_than, pdbs=pdbs,
+                                         check_daemonsets=check_daemonsets)
+    return [planner.plan_node(node, pods_by_node[node["metadata"]["name"]], pdbs, options, missing)
+            for node in nodes]

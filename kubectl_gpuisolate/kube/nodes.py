@@ -1,0 +1,88 @@
+"""The GPU nodes a command works on, and the GPU-taint writes on them.
+
+Found and written through the Kube API calls (``kube.api``); warnings are handed to the
+caller's ``warn``, which formats them.
+"""
+
+from concurrent.futures import ThreadPoolExecutor
+
+from ..core import gpu, selectors
+from ..core.taints import add_taint
+from ..errors import ConflictError, NotFound
+
+FETCH_WORKERS = 8
+
+
+def find_nodes(kube, names, requirements, selector_text, *, warn):
+    """The target nodes, in the API's order (or the order given by name)."""
+    return find_nodes_with_version(kube, names, requirements, selector_text, warn=warn)[0]
+
+
+def find_nodes_with_version(kube, names, requirements, selector_text, *, warn):
+    """(target nodes, resourceVersion of the node list, or None when nodes were named).
+
+    Named nodes are read one by one (concurrently): listing a large cluster's
+    nodes costs seconds.  Otherwise all nodes are listed once, so that
+    GPU-capacity nodes without the GPU label can be reported.
+    """
+    if names:
+        with ThreadPoolExecutor(max_workers=min(FETCH_WORKERS, len(names))) as pool:
+            found = list(pool.map(lambda name: _node_or_none(kube, name), names))
+        missing = [name for name, node in zip(names, found) if node is None]
+        if missing:
+            raise NotFound(f"node(s) not found: {', '.join(missing)}; check the names with "
+                           "'kubectl get nodes'")
+        return found, None
+    all_nodes, version = kube.list_nodes_with_version()
+    nodes = [n for n in all_nodes
+             if selectors.matches_string(requirements, n["metadata"].get("labels"))]
+    if not nodes:
+        raise NotFound(f"no GPU nodes found: no node matches {selector_text}; label them "
+                       "or pass -l/--selector or node names")
+    unlabelled = gpu.unlabelled_gpu_nodes(all_nodes)
+    if unlabelled:
+        names_text = ", ".join(n["metadata"]["name"] for n in unlabelled)
+        warn(f"node(s) with GPU capacity but without {gpu.GPU_PRESENT_LABEL}=true are not "
+             f"selected: {names_text}")
+    return nodes, version
+
+
+def _node_or_none(kube, name):
+    try:
+        return kube.get_node(name)
+    except NotFound:
+        return None
+
+
+
+def check_conflicts(nodes, taint, *, overwrite):
+    """Refuses before any write when a node has the key and effect with another value."""
+    for node in nodes:
+        try:
+            add_taint((node.get("spec") or {}).get("taints"), taint, overwrite=overwrite)
+        except ConflictError as exc:
+            raise ConflictError(f"node {node['metadata']['name']} {exc}") from None
+
+
+def apply_taint(kube, nodes, taint, *, overwrite, dry_run, stdout):
+    """Taints the nodes (shared with ``evacuate --taint``).  Returns the updated nodes.
+
+    Every node is checked before any is written, so a value conflict on one
+    node leaves all of them untouched.
+    """
+    check_conflicts(nodes, taint, overwrite=overwrite)
+    updated = []
+    for node in nodes:
+        name = node["metadata"]["name"]
+
+        def compute(current):
+            new, verb = add_taint(current, taint, overwrite=overwrite)
+            return (None if verb == "unchanged" else new), verb
+        try:
+            result, verb = kube.update_node_taints(name, compute, dry_run=dry_run)
+        except ConflictError as exc:
+            raise ConflictError(f"node {name} {exc}") from None
+        text = "already tainted" if verb == "unchanged" else verb
+        stdout.write(f"node/{name} {text}{'' if verb == 'unchanged' else dry_run.suffix}\n")
+        updated.append(result)
+    return updated

@@ -1,0 +1,144 @@
+"""What ``evacuate`` tells people: the preflight report (refused nodes and the
+PodDisruptionBudgets that will hold pods back, on stderr, before anything is
+evicted), the plan (--dry-run=client) and the final summary per node (stdout),
+and the json/yaml document of either."""
+
+from collections import Counter
+
+from ..core import planner
+from . import tables as output
+
+SCHEMA_VERSION = "gpuisolate.evacuate/v1"
+ACTIONS = {planner.MOVE: "evict", planner.STAY: "stay", planner.BLOCKED: "blocked",
+           planner.WAIT: "wait"}
+
+
+def report_refusal(check, stream):
+    """Names every pod that blocks the node, and the flags that would allow them."""
+    name = check.plan.name
+    if len(check.refusal) == 1 and not check.plan.blocked:
+        stream.write(f"node/{name} refused: {check.refusal[0]}\n")
+        return
+    stream.write(f"node/{name} refused, nothing will be evicted there:\n")
+    for line in check.refusal:
+        stream.write(f"  {line}\n")
+    if check.flags:
+        stream.write(f"  rerun with {' '.join(check.flags)} to allow "
+                     f"{'these pods' if len(check.plan.blocked) > 1 else 'this pod'}\n")
+    stream.flush()
+
+
+def report_pdbs(checks, options, stream):
+    """Up front: PDBs that can never allow an eviction, and those that allow none now."""
+    found = {}
+    for check in checks:
+        for d in check.plan.to_move:
+            if len(d.pdbs) == 1 and (d.pdbs[0].never_allows or d.pdbs[0].blocks_now):
+                pdb = d.pdbs[0]
+                found.setdefault((pdb.namespace, pdb.name), (pdb, []))[1].append(d.ref)
+    for (namespace, name), (pdb, pods) in sorted(found.items()):
+        status = f"needs {pdb.desired_healthy} healthy, has {pdb.current_healthy}"
+        if pdb.never_allows:
+            output.warn(f"PodDisruptionBudget {namespace}/{name} can never allow an eviction "
+                        f"({pdb.never_allows}; {status}): {', '.join(pods)} will not move; relax "
+                        "the PDB or scale its workload up, then run evacuate again", stream)
+        else:
+            until = "until --timeout" if options.timeout else "with no deadline (--timeout 0)"
+            output.warn(f"PodDisruptionBudget {namespace}/{name} allows no eviction now "
+                        f"({status}): {', '.join(pods)} will wait for it, {until}", stream)
+
+
+def _stay_text(plan):
+    stays = Counter(d.reason for d in plan.with_action(planner.STAY)) if plan else Counter()
+    total = sum(stays.values())
+    detail = ", ".join(f"{n} {r}" for r, n in sorted(stays.items()))
+    return f"{total} ({detail})" if total else "0"
+
+
+def _pdb_text(decision):
+    if decision.action != planner.MOVE or len(decision.pdbs) != 1:
+        return ""
+    pdb = decision.pdbs[0]
+    if pdb.never_allows:
+        return f"; PDB {pdb.name} never allows an eviction ({pdb.never_allows})"
+    return f"; PDB {pdb.name} allows {pdb.disruptions_allowed} disruption(s) now"
+
+
+def render_plan(results, options):
+    """--dry-run=client: per node, what would be evicted, what stays and why, what blocks."""
+    parts = []
+    for result in results:
+        plan = result.plan
+        taint = ", ".join(f"{t['key']}{'=' + t['value'] if t.get('value') else ''}:{t['effect']}"
+                          for t in plan.gpu_taints) or "absent"
+        verdict = "would be refused" if result.state == "refused" else \
+            f"would evict {len(plan.to_move)} pod(s)"
+        parts.append(f"{chr(10) if parts else ''}node/{plan.name}: GPU taint {taint}; {verdict}, "
+                     f"{len(plan.with_action(planner.STAY))} stay, {len(plan.blocked)} blocked, "
+                     f"{len(plan.with_action(planner.WAIT))} terminating (dry run)\n")
+        parts.append(output.table(["namespace", "pod", "action", "reason", "detail"],
+                                  [[d.namespace, d.name, ACTIONS[d.action], d.reason,
+                                    d.message + _pdb_text(d)] for d in plan.decisions]))
+    return "".join(parts)
+
+
+def render_summary(results, options):
+    server = options.dry_run.value == "server"
+    rows = []
+    for r in results:
+        moved = sum(1 for o in r.outcomes if o.done)
+        rows.append([r.name, r.state, moved, _stay_text(r.plan),
+                     sum(1 for o in r.outcomes if o.pending), sum(1 for o in r.outcomes if o.failed),
+                     f"{r.seconds:.1f}s"])
+    parts = [output.table(["node", "result", "would move" if server else "moved", "stayed",
+                           "pending", "failed", "time"], rows)]
+    left = [[r.name, o.target.ref, "failed" if o.failed else "pending", o.reason()]
+            for r in results for o in r.not_moved]
+    if left:
+        parts.append("\nNot moved:\n")
+        parts.append(output.table(["node", "pod", "state", "reason"], left))
+    refused = [[r.name, line] for r in results if r.state == "refused" for line in r.refusal]
+    if refused:
+        parts.append("\nRefused by the preflight (nothing evicted there):\n")
+        parts.append(output.table(["node", "reason"], refused))
+    arrived = [[r.name, d.ref, ACTIONS[d.action], d.message] for r in results for d in r.arrivals]
+    if arrived:
+        parts.append("\nArrived during the run:\n")
+        parts.append(output.table(["node", "pod", "action", "detail"], arrived))
+    if server:
+        parts.append("\n(server dry run: the API server checked each eviction; nothing was "
+                     "evicted, and each pod was judged against the same PDB budget)\n")
+    return "".join(parts)
+
+
+def _node_doc(result, server_dry_run):
+    plan = result.plan
+    stayed = {}
+    for d in plan.with_action(planner.STAY) if plan else ():
+        stayed.setdefault(d.reason, []).append(d.ref)
+    doc = {"name": result.name, "result": result.state, "seconds": round(result.seconds, 1),
+           "gpuTainted": plan.tainted if plan else None,
+           "refusal": list(result.refusal),
+           "stayed": stayed}
+    if result.state in ("planned", "refused") and not result.outcomes:
+        doc["wouldMove"] = [d.ref for d in plan.to_move] if plan else []
+        doc["blocked"] = [{"pod": d.ref, "message": d.message, "flags": list(d.flags),
+                           "pdbs": [p.name for p in d.pdbs]} for d in plan.blocked] if plan else []
+        doc["terminating"] = [d.ref for d in plan.with_action(planner.WAIT)] if plan else []
+    else:
+        doc["wouldMove" if server_dry_run else "moved"] = [o.target.ref for o in result.outcomes
+                                                          if o.done]
+        doc["pending"] = [{"pod": o.target.ref, "state": o.state, "reason": o.reason()}
+                          for o in result.outcomes if o.pending]
+        doc["failed"] = [{"pod": o.target.ref, "reason": o.reason()}
+                         for o in result.outcomes if o.failed]
+        doc["arrived"] = [{"pod": d.ref, "action": ACTIONS[d.action], "reason": d.reason}
+                          for d in result.arrivals]
+    return doc
+
+
+def to_document(results, options):
+    """The versioned json/yaml schema of the plan or the summary."""
+    return {"schemaVersion": SCHEMA_VERSION, "taint": str(options.gpu_taint),
+            "dryRun": options.dry_run.value,
+            "nodes": [_node_doc(r, options.dry_run.value == "server") for r in results]}

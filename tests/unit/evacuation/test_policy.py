@@ -1,0 +1,83 @@
+"""evacuation/policy.py and kube/retry.py: the response table (each Eviction answer and what it means)
+and capped exponential backoff with jitter, Retry-After as a floor."""
+
+import random
+
+import pytest
+
+from kubectl_gpuisolate.evacuation import policy as ev
+from kubectl_gpuisolate.errors import ApiError, ConnectionFailed
+from kubectl_gpuisolate.evacuation.policy import classify
+from kubectl_gpuisolate.kube.retry import Backoff
+from kubectl_gpuisolate.evacuation.plan import Target
+
+from ..evict_fakes import (CONFLICT, MULTI_PDB, NOT_FOUND, NS_TERMINATING, RBAC_403, pdb_429,
+                          server_error, throttled)
+
+
+def target(name, pdbs=()):
+    return Target("default", name, f"uid-{name}", tuple(pdbs))
+
+
+# -- the response table -------------------------------------------------------------------------
+@pytest.mark.parametrize("exc, kind, note_part", [
+    (pdb_429(), ev.V_PDB, "PDB default/web: needs 2 healthy, has 1"),
+    (ApiError("x", status=429, retry_after=10, causes=[{
+        "reason": "DisruptionBudget",
+        "message": "The disruption budget web is still being processed by the server."}]),
+     ev.V_PDB, "PDB default/web: still being processed"),
+    (throttled(), ev.V_RETRY, "throttled"),
+    (MULTI_PDB, ev.V_FATAL, "several PodDisruptionBudgets (one, two)"),
+    (server_error(500), ev.V_RETRY, "HTTP 500"),
+    (server_error(502), ev.V_RETRY, "HTTP 502"),
+    (server_error(503), ev.V_RETRY, "HTTP 503"),
+    (server_error(504), ev.V_RETRY, "HTTP 504"),
+    (NOT_FOUND, ev.V_DONE, "already gone"),
+    (CONFLICT, ev.V_CONFLICT, "409"),
+    (NS_TERMINATING, ev.V_RETRY, "namespace default is terminating"),
+    (RBAC_403, ev.V_FATAL, 'cannot create resource "pods/eviction"'),
+    (ApiError("bad request", status=400), ev.V_FATAL, "bad request"),
+    (ConnectionFailed("cannot reach the API server"), ev.V_RETRY, "network error"),
+])
+def test_classify(exc, kind, note_part):
+    verdict = classify(exc, target("a", pdbs=("one", "two")))
+    assert verdict.kind == kind
+    assert note_part in verdict.note
+
+
+def test_classify_keeps_retry_after():
+    assert classify(pdb_429(retry_after=10), target("a")).retry_after == 10
+    assert classify(throttled(retry_after=3), target("a")).retry_after == 3
+    assert classify(pdb_429(), target("a")).retry_after is None
+
+
+# -- backoff ------------------------------------------------------------------------------------
+def test_backoff_grows_and_is_capped():
+    backoff = Backoff(initial=1, factor=2, cap=16)
+    assert [backoff.ceiling(n) for n in range(7)] == [1, 2, 4, 8, 16, 16, 16]
+
+
+class FixedRandom:
+    def __init__(self, value):
+        self.value = value
+
+    def random(self):
+        return self.value
+
+
+@pytest.mark.parametrize("attempt", range(8))
+def test_backoff_jitter_stays_within_half_to_full_ceiling(attempt):
+    backoff = Backoff(initial=1, factor=2, cap=16)
+    ceiling = backoff.ceiling(attempt)
+    assert backoff.delay(attempt, FixedRandom(0.0)) == ceiling / 2
+    assert backoff.delay(attempt, FixedRandom(0.999999)) == pytest.approx(ceiling, rel=1e-5)
+    rng = random.Random(attempt)
+    delays = [backoff.delay(attempt, rng) for _ in range(500)]
+    assert all(ceiling / 2 <= d <= ceiling for d in delays)
+    assert len(set(delays)) > 1          # jittered, not constant
+
+
+def test_retry_after_is_a_floor_not_a_cap():
+    backoff = Backoff(initial=1, factor=2, cap=16)
+    assert backoff.delay(0, FixedRandom(0.5), retry_after=10) == 10
+    assert backoff.delay(5, FixedRandom(1.0), retry_after=2) == 16
