@@ -20,6 +20,51 @@ pagination), ``api`` (the calls the commands make, and ``connect``), then
 facts the planner needs), which use only ``api``'s calls.
 """
 
+from typing import (Any, Callable, Dict, Iterator, List, Optional, Protocol, Tuple,
+                    runtime_checkable)
+
+from ..flags import DryRun
 from .api import Kube, connect
 
-__all__ = ["Kube", "connect"]
+Obj = Dict[str, Any]                      # an API object as the server's JSON decodes
+
+
+@runtime_checkable
+class KubeApi(Protocol):
+    """What commands, the engine and completion may ask of the cluster.  ``Kube`` is the real
+    one; test fakes are checked against this (tests/unit/test_kube_protocol.py)."""
+
+    def list_nodes(self, selector: Optional[str] = None, *, limit: Optional[int] = None,
+                   retry: bool = True) -> List[Obj]: ...
+
+    def list_nodes_with_version(self, selector: Optional[str] = None) -> Tuple[List[Obj], str]: ...
+
+    def get_node(self, name: str) -> Obj: ...
+
+    def update_node_taints(self, name: str,
+                           compute: Callable[[List[Obj]], Tuple[Optional[List[Obj]], str]], *,
+                           dry_run: DryRun, attempts: int = 8) -> Tuple[Obj, str]: ...
+
+    def list_pods_on_node(self, node_name: str,
+                          not_older_than: Optional[str] = None) -> List[Obj]: ...
+
+    def list_pods_on_node_with_version(self, node_name: str, not_older_than: Optional[str] = None
+                                       ) -> Tuple[List[Obj], str]: ...
+
+    def get_pod(self, namespace: str, name: str) -> Obj: ...
+
+    def list_pdbs(self) -> List[Obj]: ...
+
+    def daemonset_exists(self, namespace: str, name: str) -> bool: ...
+
+    def can_i(self, verb: str, resource: str, *, group: str = "", subresource: str = "",
+              namespace: str = "") -> Optional[bool]: ...
+
+    def evict(self, namespace: str, name: str, uid: str, *, grace_period: Optional[int],
+              dry_run: DryRun) -> None: ...
+
+    def watch_pods_on_node(self, node_name: str, resource_version: str,
+                           timeout_seconds: float) -> Iterator[Tuple[str, Obj]]: ...
+
+
+__all__ = ["Kube", "KubeApi", "Obj", "connect"]

@@ -20,6 +20,16 @@ class Kube(Transport):
     """The API calls of the plugin, on one connection."""
 
     # -- nodes ---------------------------------------------------------------------------------
+    def list_nodes(self, selector=None, *, limit=None, retry=True):
+        """One page of nodes (``limit``) or all of them; ``retry=False`` for completion,
+        which must answer within its budget or not at all."""
+        params = {"labelSelector": selector} if selector else {}
+        if limit:
+            body = self.request("GET", "/api/v1/nodes", params=dict(params, limit=limit),
+                                retry=retry, what="listing nodes").json()
+            return body.get("items") or []
+        return self.list_all("/api/v1/nodes", params, what="listing nodes")[0]
+
     def list_nodes_with_version(self, selector=None):
         """(nodes, resourceVersion of the list): a consistent read, as kubectl's."""
         params = {"labelSelector": selector} if selector else {}

@@ -134,7 +134,7 @@ class FakeNode:
                 raise ApiError(f'pods "{name}" not found', status=404)
             return self.pods[name]
 
-    def list_pods_on_node_with_version(self, node):
+    def list_pods_on_node_with_version(self, node_name, not_older_than=None):
         with self.lock:
             self.lists += 1
             if self.lists > 1:
@@ -143,7 +143,7 @@ class FakeNode:
                 [make_pod(n) for n in self.initial_names]
             return pods, str(self.lists)
 
-    def watch_pods_on_node(self, node, version, timeout):
+    def watch_pods_on_node(self, node_name, resource_version, timeout_seconds):
         if self.watch_error:
             raise self.watch_error
         with self.lock:
@@ -168,9 +168,9 @@ class GatedNode(FakeNode):
             if len(self.calls) >= self.gate:
                 self.opened.set()
 
-    def list_pods_on_node_with_version(self, node):
+    def list_pods_on_node_with_version(self, node_name, not_older_than=None):
         self.opened.wait(5)
-        return super().list_pods_on_node_with_version(node)
+        return super().list_pods_on_node_with_version(node_name, not_older_than)
 
 
 class InFlight:
@@ -213,7 +213,7 @@ class FakeCluster:
         self.events = {}
         self.lock = threading.RLock()
 
-    def list_nodes(self, selector=None):
+    def list_nodes(self, selector=None, *, limit=None, retry=True):
         return [json.loads(json.dumps(n)) for n in self.nodes.values()]
 
     def list_nodes_with_version(self, selector=None):
@@ -222,7 +222,7 @@ class FakeCluster:
     def get_node(self, name):
         return json.loads(json.dumps(self.nodes[name]))
 
-    def update_node_taints(self, name, compute, *, dry_run):
+    def update_node_taints(self, name, compute, *, dry_run, attempts=8):
         node = self.get_node(name)
         new, verb = compute(node["spec"].get("taints") or [])
         if new is None:
@@ -236,19 +236,19 @@ class FakeCluster:
     def _on(self, name):
         return [p for p in self.pods if p["spec"].get("nodeName") == name]
 
-    def list_pods_on_node(self, name, not_older_than=None):
+    def list_pods_on_node(self, node_name, not_older_than=None):
         with self.lock:
-            return [json.loads(json.dumps(p)) for p in self._on(name)]
+            return [json.loads(json.dumps(p)) for p in self._on(node_name)]
 
-    def list_pods_on_node_with_version(self, name):
-        return self.list_pods_on_node(name), "1"
+    def list_pods_on_node_with_version(self, node_name, not_older_than=None):
+        return self.list_pods_on_node(node_name), "1"
 
-    def watch_pods_on_node(self, name, version, timeout):
+    def watch_pods_on_node(self, node_name, resource_version, timeout_seconds):
         with self.lock:
-            events, self.events[name] = self.events.get(name, []), []
+            events, self.events[node_name] = self.events.get(node_name, []), []
         yield from events
 
-    def can_i(self, verb, resource, **_):
+    def can_i(self, verb, resource, *, group="", subresource="", namespace=""):
         return True
 
     def list_pdbs(self):
