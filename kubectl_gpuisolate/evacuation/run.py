@@ -14,7 +14,8 @@ from ..kube.gather import build_plans
 from ..kube.nodes import apply_taint, find_nodes
 from ..output import tables as output
 from ..output.evacuate import render_plan, render_summary, report_pdbs, report_refusal, to_document
-from .engine import NOT_STARTED, TERMINATING, WOULD_EVICT, Clock, Evictor, Outcome
+from .engine import Evictor
+from .state import NOT_STARTED, TERMINATING, WOULD_EVICT, Clock, Halt, Outcome
 from .plan import preflight, targets_for
 
 
@@ -105,9 +106,10 @@ class Run:
                                   refusal=c.refusal) for c in checks]
             self._write(results, render_plan(results, options))
             return EXIT_PREFLIGHT if any(not c.ok for c in checks) else EXIT_OK
-        evictor = Evictor(self.kube, dry_run=options.dry_run, grace_period=options.grace_period,
-                          max_parallel=options.max_parallel, deadline=deadline, clock=self.clock,
-                          stop=self.stop, progress=self.progress, **self.evictor_args)
+        evictor = Evictor(self.kube, halt=Halt(self.clock, self.stop, deadline),
+                          dry_run=options.dry_run, grace_period=options.grace_period,
+                          max_parallel=options.max_parallel, progress=self.progress,
+                          **self.evictor_args)
         try:
             results = self._run_nodes(evictor, nodes, checks)
         finally:
@@ -138,7 +140,7 @@ class Run:
         name, plan = check.plan.name, check.plan
         if not check.ok:
             return NodeResult(name, plan, "refused", refusal=check.refusal)
-        if self.stop.is_set() or evictor.past_deadline():
+        if evictor.halt.halted():
             why = "interrupted" if self.stop.is_set() else "the deadline passed"
             return _not_started(plan, f"{why} before this node")
         started = self.clock.now()
