@@ -21,7 +21,7 @@ from ..errors import ApiError, ConnectionFailed
 from ..flags import DryRun
 from ..kube.retry import Backoff
 from .plan import lanes
-from .policy import V_CONFLICT, V_DONE, V_FATAL, V_PDB, V_RETRY, V_TERMINATING, Verdict, classify
+from .policy import Kind, after_conflict, classify
 from .state import (EVICTED, EVICTING, FAILED, GONE, PDB_BLOCKED, PDB_REFUSED, RETRYING,
                     WOULD_EVICT, Halt, NodeEvacuation)
 from .watch import GoneWatcher
@@ -72,26 +72,16 @@ def _keep_trying(node, target, state, verb, note):
     return False
 
 
-ON_VERDICT = {V_DONE: _gone, V_TERMINATING: _terminating, V_FATAL: _fatal, V_PDB: _pdb,
-              V_RETRY: _retry}
+ON_VERDICT = {Kind.DONE: _gone, Kind.TERMINATING: _terminating, Kind.FATAL: _fatal, Kind.PDB: _pdb,
+              Kind.RETRY: _retry}
 
 
-def _after_conflict(kube, target):
-    """A 409 on the UID precondition: is the pod we meant still there?"""
+def _read_pod(kube, target):
+    """The pod, or the error reading it raised (for ``policy.after_conflict`` to judge)."""
     try:
-        pod = kube.get_pod(target.namespace, target.name)
-    except ApiError as exc:
-        if exc.status == 404:
-            return Verdict(V_DONE, "gone (not found after a conflict)")
-        return Verdict(V_RETRY, f"conflict, then HTTP {exc.status} reading the pod")
-    except ConnectionFailed:
-        return Verdict(V_RETRY, "conflict, then a network error reading the pod")
-    meta = pod.get("metadata") or {}
-    if meta.get("uid") != target.uid:
-        return Verdict(V_DONE, "gone (replaced by a new pod with the same name)")
-    if meta.get("deletionTimestamp"):
-        return Verdict(V_TERMINATING, "is already terminating")
-    return Verdict(V_RETRY, "conflict (HTTP 409)")
+        return kube.get_pod(target.namespace, target.name)
+    except (ApiError, ConnectionFailed) as exc:
+        return exc
 
 
 def _send(kube, target, grace_period, dry_run):
@@ -101,7 +91,9 @@ def _send(kube, target, grace_period, dry_run):
                    dry_run=dry_run)
     except (ApiError, ConnectionFailed) as exc:
         verdict = classify(exc, target)
-        return _after_conflict(kube, target) if verdict.kind == V_CONFLICT else verdict
+        if verdict.kind is Kind.CONFLICT:   # is the pod we meant still there?
+            return after_conflict(target, _read_pod(kube, target))
+        return verdict
     return None
 
 
