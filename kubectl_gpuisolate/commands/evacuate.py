@@ -21,10 +21,11 @@ from typing import Optional
 
 from ..core import planner
 from ..core.taints import DEFAULT_TAINT, Taint, parse_taint
-from ..errors import Interrupted, UsageError
-from ..evacuation.run import Run
+from ..errors import EXIT_INCOMPLETE, EXIT_OK, EXIT_PREFLIGHT, Interrupted, UsageError
+from ..evacuation.run import Evacuation
 from ..flags import (ConnectionOptions, DryRun, add_dry_run_flag, add_output_flag,
                      connection_options, parse_dry_run, parse_duration)
+from ..output.evacuate import render
 from .common import add_node_flags, node_selection
 
 EXAMPLES = """examples:
@@ -110,6 +111,22 @@ def add_parser(subparsers, parents):
     parser.set_defaults(run=run)
 
 
+def exit_code(results):
+    """9 when the preflight refused a node, else 10 when pods were left, else 0."""
+    if any(r.refused for r in results):
+        return EXIT_PREFLIGHT
+    return EXIT_INCOMPLETE if any(r.not_moved for r in results) else EXIT_OK
+
+
+def execute(kube, options, *, out, err, clock=None, stop=None, **engine_args):
+    """Evacuates, writes the summary (or the plan) to ``out`` and returns the exit code; the
+    caller turns a set ``stop`` into Interrupted."""
+    results = Evacuation(kube, options, out=out, err=err, clock=clock, stop=stop,
+                         **engine_args).run()
+    out.write(render(results, options))
+    return exit_code(results)
+
+
 def run(args, stdout=None):
     options = EvacuateOptions.from_args(args)
     from ..kube import connect
@@ -134,8 +151,7 @@ def run(args, stdout=None):
         for signum in (signal.SIGINT, signal.SIGTERM):
             previous[signum] = signal.signal(signum, on_signal)
     try:
-        code = Run(kube, options, stdout=stdout or sys.stdout, stderr=sys.stderr,
-                   stop=stop).execute()
+        code = execute(kube, options, out=stdout or sys.stdout, err=sys.stderr, stop=stop)
     finally:
         for signum, handler in previous.items():
             signal.signal(signum, handler)

@@ -12,7 +12,7 @@ import pytest
 
 from kubectl_gpuisolate import cli
 from kubectl_gpuisolate.commands import evacuate
-from kubectl_gpuisolate.evacuation.run import Run
+from kubectl_gpuisolate.evacuation.run import Evacuation, NodeState
 from kubectl_gpuisolate.errors import (EXIT_INCOMPLETE, EXIT_OK, EXIT_PREFLIGHT, EXIT_SIGINT,
                                        EXIT_SIGTERM, ConnectionFailed, Interrupted)
 from kubectl_gpuisolate.flags import DryRun
@@ -53,8 +53,8 @@ def options(*argv):
 
 def execute(cluster, *argv, stop=None, clock=None):
     out, err = io.StringIO(), io.StringIO()
-    code = Run(cluster, options(*argv), stdout=out, stderr=err, clock=clock or FakeClock(),
-                        stop=stop).execute()
+    code = evacuate.execute(cluster, options(*argv), out=out, err=err, clock=clock or FakeClock(),
+                            stop=stop)
     return code, out.getvalue(), err.getvalue()
 
 
@@ -149,8 +149,7 @@ def test_never_allowing_pdb_is_reported_before_the_first_eviction():
                 order.append("warning")
             return err_stream.write(text)
     out = io.StringIO()
-    code = Run(cluster, options(GPU_A), stdout=out, stderr=Recorder(),
-                        clock=FakeClock()).execute()
+    code = evacuate.execute(cluster, options(GPU_A), out=out, err=Recorder(), clock=FakeClock())
     err = err_stream.getvalue()
     assert order[:2] == ["warning", "evict"]
     assert code == EXIT_INCOMPLETE
@@ -177,6 +176,19 @@ def test_terminating_pods_are_waited_for_not_evicted():
     code, out, _ = execute(cluster, GPU_A)
     assert code == EXIT_OK
     assert cluster.evicted() == ["apps/web-1"]
+
+
+def test_the_evacuation_returns_its_results_and_prints_no_data():
+    nodes, pods = seed_like()
+    pods.append(pod("bare", "default", owner_ref=None, node_name=GPU_B))
+    cluster = FakeCluster(nodes, pods)
+    out, err = io.StringIO(), io.StringIO()
+    results = Evacuation(cluster, options(), out=out, err=err, clock=FakeClock()).run()
+    assert out.getvalue() == ""
+    assert [(r.name, r.state, r.refused) for r in results] == [
+        (GPU_A, NodeState.EVACUATED, False), (GPU_B, NodeState.REFUSED, True)]
+    assert [o.target.ref for o in results[0].outcomes] == ["apps/web-1"]
+    assert evacuate.exit_code(results) == EXIT_PREFLIGHT
 
 
 # -- dry runs -----------------------------------------------------------------------------------
