@@ -14,7 +14,8 @@ from kubectl_gpuisolate import cli
 from kubectl_gpuisolate.commands import evacuate
 from kubectl_gpuisolate.evacuation.run import Evacuation, NodeState
 from kubectl_gpuisolate.errors import (EXIT_INCOMPLETE, EXIT_OK, EXIT_PREFLIGHT, EXIT_SIGINT,
-                                       EXIT_SIGTERM, ConnectionFailed, Interrupted)
+                                       EXIT_SIGTERM, EXIT_USAGE, ConnectionFailed, Interrupted,
+                                       UsageError)
 from kubectl_gpuisolate.flags import DryRun
 from kubectl_gpuisolate.core.taints import Taint
 
@@ -173,9 +174,14 @@ def test_terminating_pods_are_waited_for_not_evicted():
     pods.append(web("web-old", deleting=True))
     cluster = FakeCluster(nodes, pods, on_evict=lambda c, name: c.pods.remove(
         next(p for p in c.pods if p["metadata"]["name"] == "web-old")))
-    code, out, _ = execute(cluster, GPU_A)
+    code, out, err = execute(cluster, GPU_A, "-o", "json")
     assert code == EXIT_OK
     assert cluster.evicted() == ["apps/web-1"]
+    assert f"node/{GPU_A}: 1 pod(s) to evict, 1 terminating, 3 stay" in err
+    assert "pod apps/web-old gone" in err           # waited for: pending until it went
+    node = json.loads(out)["nodes"][0]
+    assert sorted(node["moved"]) == ["apps/web-1", "apps/web-old"]
+    assert node["pending"] == [] and node["failed"] == []
 
 
 def test_the_evacuation_returns_its_results_and_prints_no_data():
@@ -315,8 +321,9 @@ def test_signals_exit_130_or_143_after_the_summary(monkeypatch, capfd, signum, e
     (["--gpu-taint", "nvidia.com/gpu"], "missing effect"),
 ])
 def test_invalid_options(argv, message):
-    with pytest.raises(Exception) as caught:
+    with pytest.raises(UsageError) as caught:
         options(*argv)
+    assert caught.value.exit_code == EXIT_USAGE == 2
     assert message in str(caught.value)
 
 
