@@ -12,8 +12,6 @@ node.  Exit codes: 0 everything planned moved, 9 a node was refused, 10 pods
 were pending or failed at the end, 130/143 interrupted (SIGINT/SIGTERM)."""
 
 import argparse
-import os
-import signal
 import sys
 import threading
 from dataclasses import dataclass
@@ -25,6 +23,7 @@ from ..errors import EXIT_INCOMPLETE, EXIT_OK, EXIT_PREFLIGHT, Interrupted, Usag
 from ..evacuation.run import Evacuation
 from ..flags import (ConnectionOptions, DryRun, add_dry_run_flag, add_output_flag,
                      connection_options, parse_dry_run, parse_duration)
+from ..interrupts import graceful
 from ..output.evacuate import render
 from .common import add_node_flags, node_selection
 
@@ -135,26 +134,9 @@ def run(args, stdout=None):
     # are still in their (5s) window, plus the planner's reads.
     kube = connect(options.connection,
                    pool_size=options.max_parallel + 4 * options.parallel_nodes + 8)
-    stop, caught, previous = threading.Event(), [], {}
-
-    def on_signal(signum, _frame):
-        caught.append(signum)
-        stop.set()
-        signal.signal(signum, previous[signum])   # a second signal ends the process at once
-        # Said at once: finishing cleanly can wait on a request in flight (a hung server
-        # without --request-timeout).  os.write: no lock a progress line may hold.
-        name = signal.Signals(signum).name
-        os.write(2, f"{name}: stopping, no new evictions start; send {name} again to quit "
-                    "at once\n".encode())
-
-    if threading.current_thread() is threading.main_thread():
-        for signum in (signal.SIGINT, signal.SIGTERM):
-            previous[signum] = signal.signal(signum, on_signal)
-    try:
+    stop = threading.Event()
+    with graceful(stop) as caught:   # the first signal sets stop; a second one ends it
         code = execute(kube, options, out=stdout or sys.stdout, err=sys.stderr, stop=stop)
-    finally:
-        for signum, handler in previous.items():
-            signal.signal(signum, handler)
     if caught:
         raise Interrupted(caught[0])
     return code
