@@ -68,7 +68,8 @@ def _keep_trying(node, target, state, verb, note):
     """Records why the pod waits; says it only when the reason changed."""
     outcome = node.outcomes[target.uid]
     changed = (state, note) != (outcome.state, outcome.detail)
-    node.set_state(target.uid, state, note, say=f"pod {target.ref} {verb} {note}" if changed else None)
+    say = f"pod {target.ref} {verb} {note}" if changed else None
+    node.set_state(target.uid, state, note, say=say)
     return False
 
 

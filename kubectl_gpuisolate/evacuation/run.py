@@ -189,7 +189,7 @@ class Evacuation:
         return self._classify_result(plan, outcomes, arrivals, self.halt.clock.now() - started)
 
     def _replan(self, name):
-        """A fresh read of the node and its pods, checked again: it may have waited behind others."""
+        """A fresh read of the node and its pods, checked again: it may have waited its turn."""
         node = self.kube.get_node(name)
         plan = build_plans(self.kube, [node], self.options.plan_options)[0]
         return node, preflight(plan, self.options)
@@ -197,7 +197,8 @@ class Evacuation:
     def _evacuate(self, evictor, plan):
         """Evicts the node's MOVE pods and waits for its terminating ones; returns the outcomes."""
         if plan.unschedulable:
-            self.progress(f"node/{plan.name} is cordoned, not by evacuate; leaving the cordon as it is")
+            self.progress(f"node/{plan.name} is cordoned, not by evacuate; "
+                          "leaving the cordon as it is")
         targets = targets_for(plan)
         stays = Counter(d.reason for d in plan.with_action(planner.STAY))
         self.progress(f"node/{plan.name}: {len(plan.to_move)} pod(s) to evict, "

@@ -1,5 +1,6 @@
-"""evacuation/policy.py and kube/retry.py: the response table (each Eviction answer and what it means),
-the judgement of the pod read after a 409, and capped exponential backoff with jitter, Retry-After as a floor."""
+"""evacuation/policy.py and kube/retry.py: the response table (each Eviction answer and what
+it means), the judgement of the pod read after a 409, and capped exponential backoff with
+jitter, Retry-After as a floor."""
 
 import random
 
@@ -59,7 +60,7 @@ def test_verdict_kinds_are_an_enum_and_the_engine_handles_each_one():
     assert set(ON_VERDICT) == set(Kind) - {Kind.CONFLICT}
 
 
-# -- after a 409: the pod read again ----------------------------------------------------------------
+# -- after a 409: the pod read again ------------------------------------------------------------
 def read_pod(uid="uid-a", terminating=False):
     meta = {"name": "a", "namespace": "default", "uid": uid}
     if terminating:
