@@ -8,14 +8,12 @@
 
 import argparse
 import os
-import signal
 import sys
-import threading
 
 from . import __version__
 from .errors import EXIT_INTERNAL, EXIT_SIGINT, EXIT_SIGTERM, EXIT_USAGE, GpuIsolateError
 from .flags import add_connection_flags
-from .interrupts import INTERRUPTS, Terminated, _on_signal, _said, _say_interrupted
+from . import interrupts
 
 PROG = "kubectl gpuisolate"
 COMMANDS = ("status", "taint", "untaint", "evacuate", "completion", "version")
@@ -51,19 +49,11 @@ def build_parser():
 
 
 def main(argv=None):
-    previous = {}
-    _said.clear()
-    if threading.current_thread() is threading.main_thread():
-        previous = {signum: signal.signal(signum, _on_signal) for signum in INTERRUPTS}
-    try:
-        return _main(argv)
-    except KeyboardInterrupt as exc:        # also while starting (imports, parsing)
-        signum = signal.SIGTERM if isinstance(exc, Terminated) else signal.SIGINT
-        _say_interrupted(signum)
-        return INTERRUPTS[signum][1]
-    finally:
-        for signum, handler in previous.items():
-            signal.signal(signum, handler)
+    with interrupts.hard_stops():
+        try:
+            return _main(argv)
+        except KeyboardInterrupt as exc:        # also while starting (imports, parsing)
+            return interrupts.exit_code(exc)
 
 
 def _main(argv):

@@ -76,7 +76,6 @@ class Interrupted(GpuIsolateError):
     """SIGINT or SIGTERM arrived; the command has already printed its summary."""
 
     def __init__(self, signum):
-        import signal
-        name = "SIGTERM" if signum == signal.SIGTERM else "SIGINT"
-        super().__init__(f"interrupted by {name}",
-                         exit_code=EXIT_SIGTERM if signum == signal.SIGTERM else EXIT_SIGINT)
+        from .interrupts import SIGNALS   # the one table (interrupts imports this module)
+        name, code = SIGNALS[signum]
+        super().__init__(f"interrupted by {name}", exit_code=code)

@@ -12,8 +12,6 @@ node.  Exit codes: 0 everything planned moved, 9 a node was refused, 10 pods
 were pending or failed at the end, 130/143 interrupted (SIGINT/SIGTERM)."""
 
 import argparse
-import os
-import signal
 import sys
 import threading
 from dataclasses import dataclass
@@ -21,10 +19,12 @@ from typing import Optional
 
 from ..core import planner
 from ..core.taints import DEFAULT_TAINT, Taint, parse_taint
-from ..errors import Interrupted, UsageError
-from ..evacuation.run import Run
+from ..errors import EXIT_INCOMPLETE, EXIT_OK, EXIT_PREFLIGHT, Interrupted, UsageError
+from ..evacuation.run import Evacuation
 from ..flags import (ConnectionOptions, DryRun, add_dry_run_flag, add_output_flag,
                      connection_options, parse_dry_run, parse_duration)
+from ..interrupts import graceful
+from ..output.evacuate import render
 from .common import add_node_flags, node_selection
 
 EXAMPLES = """examples:
@@ -110,6 +110,22 @@ def add_parser(subparsers, parents):
     parser.set_defaults(run=run)
 
 
+def exit_code(results):
+    """9 when the preflight refused a node, else 10 when pods were left, else 0."""
+    if any(r.refused for r in results):
+        return EXIT_PREFLIGHT
+    return EXIT_INCOMPLETE if any(r.not_moved for r in results) else EXIT_OK
+
+
+def execute(kube, options, *, out, err, clock=None, stop=None, **engine_args):
+    """Evacuates, writes the summary (or the plan) to ``out`` and returns the exit code; the
+    caller turns a set ``stop`` into Interrupted."""
+    results = Evacuation(kube, options, out=out, err=err, clock=clock, stop=stop,
+                         **engine_args).run()
+    out.write(render(results, options))
+    return exit_code(results)
+
+
 def run(args, stdout=None):
     options = EvacuateOptions.from_args(args)
     from ..kube import connect
@@ -118,27 +134,9 @@ def run(args, stdout=None):
     # are still in their (5s) window, plus the planner's reads.
     kube = connect(options.connection,
                    pool_size=options.max_parallel + 4 * options.parallel_nodes + 8)
-    stop, caught, previous = threading.Event(), [], {}
-
-    def on_signal(signum, _frame):
-        caught.append(signum)
-        stop.set()
-        signal.signal(signum, previous[signum])   # a second signal ends the process at once
-        # Said at once: finishing cleanly can wait on a request in flight (a hung server
-        # without --request-timeout).  os.write: no lock a progress line may hold.
-        name = signal.Signals(signum).name
-        os.write(2, f"{name}: stopping, no new evictions start; send {name} again to quit "
-                    "at once\n".encode())
-
-    if threading.current_thread() is threading.main_thread():
-        for signum in (signal.SIGINT, signal.SIGTERM):
-            previous[signum] = signal.signal(signum, on_signal)
-    try:
-        code = Run(kube, options, stdout=stdout or sys.stdout, stderr=sys.stderr,
-                   stop=stop).execute()
-    finally:
-        for signum, handler in previous.items():
-            signal.signal(signum, handler)
+    stop = threading.Event()
+    with graceful(stop) as caught:   # the first signal sets stop; a second one ends it
+        code = execute(kube, options, out=stdout or sys.stdout, err=sys.stderr, stop=stop)
     if caught:
         raise Interrupted(caught[0])
     return code

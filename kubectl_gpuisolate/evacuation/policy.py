@@ -14,18 +14,40 @@ Pure.  ``classify`` turns a failed eviction request (an ``ApiError`` or a
 | 403 with a ``NamespaceTerminating`` cause  | retry (the namespace deletion removes it)    |
 | any other 403, 400, 401, ...               | fatal, with the server's message             |
 
+After a conflict the engine reads the pod; ``after_conflict`` judges what it read:
+
+| the pod read after a 409                   | verdict                                      |
+|--------------------------------------------|----------------------------------------------|
+| 404                                        | done: the pod is gone                        |
+| another HTTP error, or a network error     | retry                                        |
+| a new UID (a new pod with the same name)   | done: the pod we meant is gone               |
+| the same UID, terminating                  | terminating: wait for it                     |
+| the same UID, not terminating              | retry                                        |
+
 The wait between retries is ``kube.retry.Backoff``.
 """
 
+import enum
 import re
 from dataclasses import dataclass
 from typing import Optional
 
 from ..errors import ConnectionFailed
 
-# Verdict kinds for one eviction response.
+
+class Kind(enum.Enum):
+    """What one eviction response means (``Verdict.kind``)."""
+
+    DONE = "done"                 # the pod is gone
+    PDB = "pdb"                   # its PodDisruptionBudget allows no disruption now
+    RETRY = "retry"               # transient: try again after a backoff
+    FATAL = "fatal"               # retrying cannot fix it
+    CONFLICT = "conflict"         # the UID precondition failed: read the pod (after_conflict)
+    TERMINATING = "terminating"   # the pod is already terminating: wait for it
+
+
 V_DONE, V_PDB, V_RETRY, V_FATAL, V_CONFLICT, V_TERMINATING = (
-    "done", "pdb", "retry", "fatal", "conflict", "terminating")
+    Kind.DONE, Kind.PDB, Kind.RETRY, Kind.FATAL, Kind.CONFLICT, Kind.TERMINATING)
 
 MULTI_PDB_TEXT = "more than one PodDisruptionBudget"
 _PDB_STATUS = re.compile(r"disruption budget (\S+) needs (-?\d+) healthy pods? and has (-?\d+)")
@@ -34,7 +56,7 @@ _PDB_NAME = re.compile(r"disruption budget (\S+)")
 
 @dataclass(frozen=True)
 class Verdict:
-    kind: str
+    kind: Kind
     note: str = ""
     retry_after: Optional[float] = None
 
@@ -75,3 +97,22 @@ def classify(exc, target):
     if status == 403 and any(c.get("reason") == "NamespaceTerminating" for c in exc.causes):
         return Verdict(V_RETRY, f"namespace {target.namespace} is terminating")
     return Verdict(V_FATAL, str(exc))
+
+
+def after_conflict(target, pod_or_error):
+    """Whether the pod we meant is still there after a 409 (the second table above).
+
+    ``pod_or_error`` is the pod the engine read after the conflict (a dict), or the
+    ``ApiError`` or ``ConnectionFailed`` that reading it raised."""
+    if isinstance(pod_or_error, ConnectionFailed):
+        return Verdict(V_RETRY, "conflict, then a network error reading the pod")
+    if not isinstance(pod_or_error, dict):
+        if pod_or_error.status == 404:
+            return Verdict(V_DONE, "gone (not found after a conflict)")
+        return Verdict(V_RETRY, f"conflict, then HTTP {pod_or_error.status} reading the pod")
+    meta = pod_or_error.get("metadata") or {}
+    if meta.get("uid") != target.uid:
+        return Verdict(V_DONE, "gone (replaced by a new pod with the same name)")
+    if meta.get("deletionTimestamp"):
+        return Verdict(V_TERMINATING, "is already terminating")
+    return Verdict(V_RETRY, "conflict (HTTP 409)")

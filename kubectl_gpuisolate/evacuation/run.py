@@ -1,25 +1,43 @@
 """One evacuation across nodes: find them, taint first if asked, plan, check, then evacuate
-node by node (or several at once), re-planning each node just before its turn."""
+node by node (or several at once), re-planning each node just before its turn.
 
-import threading
+It returns one ``NodeResult`` per node and prints no data: the summary is the command's
+(``output.evacuate``).  Progress, warnings and the preflight report go to stderr as they
+happen; so do --taint's lines, to ``out``, as the taint command prints them."""
+
+import enum
 from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import List, Optional
 
 from ..core import planner
 from ..core.taints import gpu_taints_on
-from ..errors import EXIT_INCOMPLETE, EXIT_OK, EXIT_PREFLIGHT, AuthError, GpuIsolateError
+from ..errors import AuthError, GpuIsolateError
 from ..flags import DryRun
 from ..kube.gather import build_plans
 from ..kube.nodes import apply_taint, find_nodes
 from ..output import tables as output
-from ..output.evacuate import render_plan, render_summary, report_pdbs, report_refusal, to_document
-from .engine import NOT_STARTED, TERMINATING, WOULD_EVICT, Clock, Evictor, Outcome
+from ..output.evacuate import report_pdbs, report_refusal
+from .engine import Evictor
 from .plan import preflight, targets_for
+from .state import NOT_STARTED, TERMINATING, WOULD_EVICT, Clock, Halt, Outcome
 
 
 # What evicting needs beyond reading: the eviction itself, and reading a pod after a 409.
 EVICTION_RIGHTS = (("create", "pods", "eviction"), ("get", "pods", ""))
+
+
+class NodeState(enum.Enum):
+    """How one node ended (the values appear in the summary and the json/yaml document)."""
+
+    EVACUATED = "evacuated"       # every target moved
+    INCOMPLETE = "incomplete"     # pods were pending or failed at the end (the deadline, errors)
+    INTERRUPTED = "interrupted"   # stopped by a signal with pods left
+    REFUSED = "refused"           # the preflight refused it: nothing evicted there
+    NOT_STARTED = "not-started"   # its turn never came (interrupt, deadline) or it could not be read
+    PLANNED = "planned"           # --dry-run=client: only planned
+    CHECKED = "checked"           # --dry-run=server: every eviction would be accepted
 
 
 def check_permissions(kube, plans):
@@ -42,7 +60,7 @@ def check_permissions(kube, plans):
 class NodeResult:
     name: str
     plan: Optional[planner.NodePlan]
-    state: str        # evacuated, incomplete, interrupted, refused, not-started, planned, checked
+    state: NodeState
     outcomes: List[Outcome] = field(default_factory=list)
     refusal: List[str] = field(default_factory=list)
     arrivals: list = field(default_factory=list)     # planner decisions of newcomers
@@ -52,10 +70,23 @@ class NodeResult:
     def not_moved(self):
         return [o for o in self.outcomes if not o.done]
 
+    @property
+    def refused(self):
+        return self.state is NodeState.REFUSED
+
+    @property
+    def planned_only(self):
+        """No eviction ran here: the node was only planned (client dry run) or refused."""
+        return self.state in (NodeState.PLANNED, NodeState.REFUSED) and not self.outcomes
+
 
 def _not_started(plan, why):
-    return NodeResult(plan.name, plan, "not-started", outcomes=[
+    return NodeResult(plan.name, plan, NodeState.NOT_STARTED, outcomes=[
         Outcome(t, NOT_STARTED, f"not started: {why}") for t in targets_for(plan)])
+
+
+def _refused(check):
+    return NodeResult(check.plan.name, check.plan, NodeState.REFUSED, refusal=check.refusal)
 
 
 def _taint_first(kube, nodes, options, stream):
@@ -71,115 +102,127 @@ def _taint_first(kube, nodes, options, stream):
     return [updated.get(n["metadata"]["name"], n) for n in nodes]
 
 
-class Run:
-    """One evacuation: the nodes one at a time (or --parallel-nodes at once), then the summary."""
+class Evacuation:
+    """One evacuation: the nodes one at a time (or --parallel-nodes at once).
 
-    def __init__(self, kube, options, *, stdout, stderr, clock=None, stop=None, **evictor_args):
+    ``out`` takes --taint's lines only; ``err`` the progress.  The deadline (--timeout)
+    counts from here; ``stop`` is the interrupt: once set, no new eviction starts."""
+
+    def __init__(self, kube, options, *, out, err, clock=None, stop=None, **engine_args):
         self.kube, self.options = kube, options
-        self.stdout, self.stderr = stdout, stderr
-        self.clock = clock or Clock()
-        self.stop = stop or threading.Event()
-        self.progress = output.Progress(stderr)
-        self.evictor_args = evictor_args
+        self.out, self.err = out, err
+        clock = clock or Clock()
+        self.halt = Halt(clock, stop, clock.now() + options.timeout if options.timeout else None)
+        self.progress = output.Progress(err)
+        self.engine_args = engine_args
 
-    def execute(self):
-        """Returns the exit code; the caller turns a set ``stop`` into Interrupted."""
-        options, stderr = self.options, self.stderr
-        deadline = self.clock.now() + options.timeout if options.timeout else None
+    def run(self):
+        """Returns one NodeResult per node, in the order the nodes were found."""
+        nodes, checks = self._prepare()
+        if self.options.dry_run is DryRun.CLIENT:
+            return [NodeResult(c.plan.name, c.plan, NodeState.PLANNED) if c.ok else _refused(c)
+                    for c in checks]
+        options = self.options
+        evictor = Evictor(self.kube, halt=self.halt, dry_run=options.dry_run,
+                          grace_period=options.grace_period, max_parallel=options.max_parallel,
+                          progress=self.progress, **self.engine_args)
+        try:
+            results = self._run_nodes(evictor, nodes, checks)
+        finally:
+            evictor.close()
+        if self.halt.stop.is_set():
+            self.progress("interrupted: no new evictions were started")
+        return results
+
+    def _prepare(self):
+        """Finds the nodes, taints them first if asked, plans and checks them, and reports
+        the refusals and the PDBs that will hold pods back; returns (nodes, checks)."""
+        options, err = self.options, self.err
         nodes = find_nodes(self.kube, options.names, options.requirements, options.selector_text,
-                           warn=lambda message: output.warn(message, stderr))
+                           warn=lambda message: output.warn(message, err))
         if options.taint_first:
-            nodes = _taint_first(self.kube, nodes, options, stderr if options.output else self.stdout)
+            nodes = _taint_first(self.kube, nodes, options, err if options.output else self.out)
         plans = build_plans(self.kube, nodes, options.plan_options)
         for warning in (w for p in plans for w in p.warnings):
-            output.warn(warning, stderr)
+            output.warn(warning, err)
         checks = [preflight(p, options) for p in plans]
         if options.dry_run is not DryRun.CLIENT:
             check_permissions(self.kube, [c.plan for c in checks if c.ok])
         for check in checks:
             if not check.ok:
-                report_refusal(check, stderr)
-        report_pdbs(checks, options, stderr)
-        if options.dry_run is DryRun.CLIENT:
-            results = [NodeResult(c.plan.name, c.plan, "planned" if c.ok else "refused",
-                                  refusal=c.refusal) for c in checks]
-            self._write(results, render_plan(results, options))
-            return EXIT_PREFLIGHT if any(not c.ok for c in checks) else EXIT_OK
-        evictor = Evictor(self.kube, dry_run=options.dry_run, grace_period=options.grace_period,
-                          max_parallel=options.max_parallel, deadline=deadline, clock=self.clock,
-                          stop=self.stop, progress=self.progress, **self.evictor_args)
-        try:
-            results = self._run_nodes(evictor, nodes, checks)
-        finally:
-            evictor.close()
-        if self.stop.is_set():
-            self.progress("interrupted: no new evictions were started")
-        self._write(results, render_summary(results, options))
-        if any(r.state == "refused" for r in results):
-            return EXIT_PREFLIGHT
-        return EXIT_INCOMPLETE if any(r.not_moved for r in results) else EXIT_OK
-
-    def _write(self, results, text):
-        if self.options.output:
-            text = output.document(to_document(results, self.options), self.options.output)
-        self.stdout.write(text)
+                report_refusal(check, err)
+        report_pdbs(checks, options, err)
+        return nodes, checks
 
     def _run_nodes(self, evictor, nodes, checks):
         jobs = list(zip(nodes, checks))
         if self.options.parallel_nodes == 1 or len(jobs) == 1:
             return [self._node(evictor, node, check) for node, check in jobs]
-        from concurrent.futures import ThreadPoolExecutor
         with ThreadPoolExecutor(max_workers=self.options.parallel_nodes,
                                 thread_name_prefix="node") as pool:
             futures = [pool.submit(self._node, evictor, node, check) for node, check in jobs]
             return [f.result() for f in futures]
 
     def _node(self, evictor, node, check):
-        name, plan = check.plan.name, check.plan
+        plan = check.plan
         if not check.ok:
-            return NodeResult(name, plan, "refused", refusal=check.refusal)
-        if self.stop.is_set() or evictor.past_deadline():
-            why = "interrupted" if self.stop.is_set() else "the deadline passed"
+            return _refused(check)
+        if self.halt.halted():
+            why = "interrupted" if self.halt.stop.is_set() else "the deadline passed"
             return _not_started(plan, f"{why} before this node")
-        started = self.clock.now()
+        started = self.halt.clock.now()
         known = {d.uid for d in plan.decisions}
-        if self.options.dry_run is DryRun.NONE:
-            # Re-plan from a fresh read: the node may have waited behind others.
+        real = self.options.dry_run is DryRun.NONE
+        if real:
             try:
-                node = self.kube.get_node(name)
-                plan = build_plans(self.kube, [node], self.options.plan_options)[0]
+                node, check = self._replan(plan.name)
             except GpuIsolateError as exc:
-                self.progress(f"node/{name}: not started: {exc}")
+                self.progress(f"node/{plan.name}: not started: {exc}")
                 return _not_started(plan, str(exc))
-            check = preflight(plan, self.options)
+            plan = check.plan
             known |= {d.uid for d in plan.decisions}
             if not check.ok:
-                report_refusal(check, self.stderr)
-                return NodeResult(name, plan, "refused", refusal=check.refusal)
+                report_refusal(check, self.err)
+                return _refused(check)
+        outcomes = self._evacuate(evictor, plan)
+        arrivals = self._arrivals(node, known) if real and not self.halt.stop.is_set() else []
+        return self._classify_result(plan, outcomes, arrivals, self.halt.clock.now() - started)
+
+    def _replan(self, name):
+        """A fresh read of the node and its pods, checked again: it may have waited its turn."""
+        node = self.kube.get_node(name)
+        plan = build_plans(self.kube, [node], self.options.plan_options)[0]
+        return node, preflight(plan, self.options)
+
+    def _evacuate(self, evictor, plan):
+        """Evicts the node's MOVE pods and waits for its terminating ones; returns the outcomes."""
         if plan.unschedulable:
-            self.progress(f"node/{name} is cordoned, not by evacuate; leaving the cordon as it is")
+            self.progress(f"node/{plan.name} is cordoned, not by evacuate; "
+                          "leaving the cordon as it is")
         targets = targets_for(plan)
         stays = Counter(d.reason for d in plan.with_action(planner.STAY))
-        self.progress(f"node/{name}: {len(plan.to_move)} pod(s) to evict, "
+        self.progress(f"node/{plan.name}: {len(plan.to_move)} pod(s) to evict, "
                       f"{sum(1 for t in targets if t.terminating)} terminating, "
                       f"{sum(stays.values())} stay")
-        outcomes = evictor.evacuate_node(name, targets)
+        outcomes = evictor.evacuate_node(plan.name, targets)
         if self.options.dry_run is not DryRun.NONE:
+            # A dry run waits for nothing: a pod already terminating would be gone anyway.
             outcomes = [Outcome(o.target, WOULD_EVICT) if o.state == TERMINATING else o
                         for o in outcomes]
-        arrivals = []
-        if self.options.dry_run is DryRun.NONE and not self.stop.is_set():
-            arrivals = self._arrivals(node, known)
+        return outcomes
+
+    def _classify_result(self, plan, outcomes, arrivals, seconds):
+        """The node's state from its outcomes, said in one progress line."""
+        real = self.options.dry_run is DryRun.NONE
         if all(o.done for o in outcomes):
-            state = "evacuated" if self.options.dry_run is DryRun.NONE else "checked"
+            state = NodeState.EVACUATED if real else NodeState.CHECKED
         else:
-            state = "interrupted" if self.stop.is_set() else "incomplete"
-        seconds = self.clock.now() - started
+            state = NodeState.INTERRUPTED if self.halt.stop.is_set() else NodeState.INCOMPLETE
         moved = sum(1 for o in outcomes if o.done)
-        verb = "moved" if self.options.dry_run is DryRun.NONE else "would move"
-        self.progress(f"node/{name}: {state}, {moved} {verb}, {len(outcomes) - moved} left "
-                      f"({seconds:.1f}s)")
-        return NodeResult(name, plan, state, outcomes=outcomes, arrivals=arrivals, seconds=seconds)
+        self.progress(f"node/{plan.name}: {state.value}, {moved} {'moved' if real else 'would move'}, "
+                      f"{len(outcomes) - moved} left ({seconds:.1f}s)")
+        return NodeResult(plan.name, plan, state, outcomes=outcomes, arrivals=arrivals,
+                          seconds=seconds)
 
     def _arrivals(self, node, known):
         """Pods bound to the node during the run (e.g. bare pods with spec.nodeName set)."""
@@ -188,7 +231,7 @@ class Run:
             pods = self.kube.list_pods_on_node(name)
         except GpuIsolateError as exc:
             output.warn(f"could not list node/{name} again to look for pods that arrived during "
-                        f"the run: {exc}", self.stderr)
+                        f"the run: {exc}", self.err)
             return []
         newcomers = [p for p in pods if (p.get("metadata") or {}).get("uid") not in known]
         if not newcomers:
@@ -198,5 +241,5 @@ class Run:
             if d.action in (planner.MOVE, planner.BLOCKED):
                 output.warn(f"pod {d.ref} arrived on node/{name} during the run and does not "
                             "tolerate the GPU taint (a pod bound with spec.nodeName bypasses it); "
-                            "run evacuate again to move it", self.stderr)
+                            "run evacuate again to move it", self.err)
         return decisions

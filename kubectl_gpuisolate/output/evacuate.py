@@ -1,11 +1,13 @@
 """What ``evacuate`` tells people: the preflight report (refused nodes and the
 PodDisruptionBudgets that will hold pods back, on stderr, before anything is
 evicted), the plan (--dry-run=client) and the final summary per node (stdout),
-and the json/yaml document of either."""
+and the json/yaml document of either (``render``).  The results are
+``evacuation.run.NodeResult``s, read through their fields and properties."""
 
 from collections import Counter
 
 from ..core import planner
+from ..flags import DryRun
 from . import tables as output
 
 SCHEMA_VERSION = "gpuisolate.evacuate/v1"
@@ -71,7 +73,7 @@ def render_plan(results, options):
         plan = result.plan
         taint = ", ".join(f"{t['key']}{'=' + t['value'] if t.get('value') else ''}:{t['effect']}"
                           for t in plan.gpu_taints) or "absent"
-        verdict = "would be refused" if result.state == "refused" else \
+        verdict = "would be refused" if result.refused else \
             f"would evict {len(plan.to_move)} pod(s)"
         parts.append(f"{chr(10) if parts else ''}node/{plan.name}: GPU taint {taint}; {verdict}, "
                      f"{len(plan.with_action(planner.STAY))} stay, {len(plan.blocked)} blocked, "
@@ -83,11 +85,11 @@ def render_plan(results, options):
 
 
 def render_summary(results, options):
-    server = options.dry_run.value == "server"
+    server = options.dry_run is DryRun.SERVER
     rows = []
     for r in results:
         moved = sum(1 for o in r.outcomes if o.done)
-        rows.append([r.name, r.state, moved, _stay_text(r.plan),
+        rows.append([r.name, r.state.value, moved, _stay_text(r.plan),
                      sum(1 for o in r.outcomes if o.pending), sum(1 for o in r.outcomes if o.failed),
                      f"{r.seconds:.1f}s"])
     parts = [output.table(["node", "result", "would move" if server else "moved", "stayed",
@@ -97,7 +99,7 @@ def render_summary(results, options):
     if left:
         parts.append("\nNot moved:\n")
         parts.append(output.table(["node", "pod", "state", "reason"], left))
-    refused = [[r.name, line] for r in results if r.state == "refused" for line in r.refusal]
+    refused = [[r.name, line] for r in results if r.refused for line in r.refusal]
     if refused:
         parts.append("\nRefused by the preflight (nothing evicted there):\n")
         parts.append(output.table(["node", "reason"], refused))
@@ -116,11 +118,11 @@ def _node_doc(result, server_dry_run):
     stayed = {}
     for d in plan.with_action(planner.STAY) if plan else ():
         stayed.setdefault(d.reason, []).append(d.ref)
-    doc = {"name": result.name, "result": result.state, "seconds": round(result.seconds, 1),
+    doc = {"name": result.name, "result": result.state.value, "seconds": round(result.seconds, 1),
            "gpuTainted": plan.tainted if plan else None,
            "refusal": list(result.refusal),
            "stayed": stayed}
-    if result.state in ("planned", "refused") and not result.outcomes:
+    if result.planned_only:
         doc["wouldMove"] = [d.ref for d in plan.to_move] if plan else []
         doc["blocked"] = [{"pod": d.ref, "message": d.message, "flags": list(d.flags),
                            "pdbs": [p.name for p in d.pdbs]} for d in plan.blocked] if plan else []
@@ -141,4 +143,14 @@ def to_document(results, options):
     """The versioned json/yaml schema of the plan or the summary."""
     return {"schemaVersion": SCHEMA_VERSION, "taint": str(options.gpu_taint),
             "dryRun": options.dry_run.value,
-            "nodes": [_node_doc(r, options.dry_run.value == "server") for r in results]}
+            "nodes": [_node_doc(r, options.dry_run is DryRun.SERVER) for r in results]}
+
+
+def render(results, options):
+    """What evacuate writes to stdout: the document (-o json|yaml), else the plan (client dry
+    run) or the summary."""
+    if options.output:
+        return output.document(to_document(results, options), options.output)
+    if options.dry_run is DryRun.CLIENT:
+        return render_plan(results, options)
+    return render_summary(results, options)

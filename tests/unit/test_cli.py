@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from kubectl_gpuisolate import __version__, cli
+from kubectl_gpuisolate import __version__, cli, interrupts
 from kubectl_gpuisolate.errors import (EXIT_CONFIG, EXIT_INTERNAL, EXIT_SIGINT, EXIT_USAGE,
                                        ConflictError)
 
@@ -191,7 +191,7 @@ def patch_version_run(monkeypatch, exc):
 @pytest.mark.parametrize("exc, code, message", [
     (ConflictError("node n1 kept changing"), 7, "error: node n1 kept changing\n"),
     (KeyboardInterrupt(), EXIT_SIGINT, "error: interrupted by SIGINT\n"),
-    (cli.Terminated(), 143, "error: interrupted by SIGTERM\n"),
+    (interrupts.Terminated(), 143, "error: interrupted by SIGTERM\n"),
     (ValueError("boom"), EXIT_INTERNAL,
      "error: internal error (ValueError: boom); rerun with --debug and report it\n"),
 ], ids=["gpuisolate-error", "sigint", "sigterm", "bug"])

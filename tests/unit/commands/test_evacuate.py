@@ -12,9 +12,10 @@ import pytest
 
 from kubectl_gpuisolate import cli
 from kubectl_gpuisolate.commands import evacuate
-from kubectl_gpuisolate.evacuation.run import Run
+from kubectl_gpuisolate.evacuation.run import Evacuation, NodeState
 from kubectl_gpuisolate.errors import (EXIT_INCOMPLETE, EXIT_OK, EXIT_PREFLIGHT, EXIT_SIGINT,
-                                       EXIT_SIGTERM, ConnectionFailed, Interrupted)
+                                       EXIT_SIGTERM, EXIT_USAGE, ConnectionFailed, Interrupted,
+                                       UsageError)
 from kubectl_gpuisolate.flags import DryRun
 from kubectl_gpuisolate.core.taints import Taint
 
@@ -53,8 +54,8 @@ def options(*argv):
 
 def execute(cluster, *argv, stop=None, clock=None):
     out, err = io.StringIO(), io.StringIO()
-    code = Run(cluster, options(*argv), stdout=out, stderr=err, clock=clock or FakeClock(),
-                        stop=stop).execute()
+    code = evacuate.execute(cluster, options(*argv), out=out, err=err, clock=clock or FakeClock(),
+                            stop=stop)
     return code, out.getvalue(), err.getvalue()
 
 
@@ -149,8 +150,7 @@ def test_never_allowing_pdb_is_reported_before_the_first_eviction():
                 order.append("warning")
             return err_stream.write(text)
     out = io.StringIO()
-    code = Run(cluster, options(GPU_A), stdout=out, stderr=Recorder(),
-                        clock=FakeClock()).execute()
+    code = evacuate.execute(cluster, options(GPU_A), out=out, err=Recorder(), clock=FakeClock())
     err = err_stream.getvalue()
     assert order[:2] == ["warning", "evict"]
     assert code == EXIT_INCOMPLETE
@@ -174,9 +174,27 @@ def test_terminating_pods_are_waited_for_not_evicted():
     pods.append(web("web-old", deleting=True))
     cluster = FakeCluster(nodes, pods, on_evict=lambda c, name: c.pods.remove(
         next(p for p in c.pods if p["metadata"]["name"] == "web-old")))
-    code, out, _ = execute(cluster, GPU_A)
+    code, out, err = execute(cluster, GPU_A, "-o", "json")
     assert code == EXIT_OK
     assert cluster.evicted() == ["apps/web-1"]
+    assert f"node/{GPU_A}: 1 pod(s) to evict, 1 terminating, 3 stay" in err
+    assert "pod apps/web-old gone" in err           # waited for: pending until it went
+    node = json.loads(out)["nodes"][0]
+    assert sorted(node["moved"]) == ["apps/web-1", "apps/web-old"]
+    assert node["pending"] == [] and node["failed"] == []
+
+
+def test_the_evacuation_returns_its_results_and_prints_no_data():
+    nodes, pods = seed_like()
+    pods.append(pod("bare", "default", owner_ref=None, node_name=GPU_B))
+    cluster = FakeCluster(nodes, pods)
+    out, err = io.StringIO(), io.StringIO()
+    results = Evacuation(cluster, options(), out=out, err=err, clock=FakeClock()).run()
+    assert out.getvalue() == ""
+    assert [(r.name, r.state, r.refused) for r in results] == [
+        (GPU_A, NodeState.EVACUATED, False), (GPU_B, NodeState.REFUSED, True)]
+    assert [o.target.ref for o in results[0].outcomes] == ["apps/web-1"]
+    assert evacuate.exit_code(results) == EXIT_PREFLIGHT
 
 
 # -- dry runs -----------------------------------------------------------------------------------
@@ -303,8 +321,9 @@ def test_signals_exit_130_or_143_after_the_summary(monkeypatch, capfd, signum, e
     (["--gpu-taint", "nvidia.com/gpu"], "missing effect"),
 ])
 def test_invalid_options(argv, message):
-    with pytest.raises(Exception) as caught:
+    with pytest.raises(UsageError) as caught:
         options(*argv)
+    assert caught.value.exit_code == EXIT_USAGE == 2
     assert message in str(caught.value)
 
 

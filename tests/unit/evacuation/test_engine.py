@@ -10,8 +10,11 @@ import threading
 
 from kubectl_gpuisolate.errors import ApiError, ConnectionFailed
 from kubectl_gpuisolate.kube.retry import Backoff
-from kubectl_gpuisolate.evacuation.engine import (EVICTED, FAILED, GONE, NOT_STARTED, PDB_BLOCKED,
-                                        PDB_REFUSED, RETRYING, WOULD_EVICT, Evictor, Target, lanes)
+from kubectl_gpuisolate.evacuation.engine import Evictor
+from kubectl_gpuisolate.evacuation.plan import Target, lanes
+from kubectl_gpuisolate.evacuation.state import (EVICTED, FAILED, GONE, NOT_STARTED, PDB_BLOCKED,
+                                                 PDB_REFUSED, RETRYING, WOULD_EVICT, Halt,
+                                                 NodeEvacuation)
 from kubectl_gpuisolate.flags import DryRun
 
 from ..evict_fakes import (CONFLICT, MULTI_PDB, NODE, NOT_FOUND, NS_TERMINATING, OK, RBAC_403,
@@ -23,10 +26,11 @@ def target(name, pdbs=(), **kw):
     return Target("default", name, f"uid-{name}", tuple(pdbs), **kw)
 
 
-def run_node(fake, targets, evictor_class=Evictor, **kw):
+def run_node(fake, targets, **kw):
     clock = kw.pop("clock", None) or FakeClock()
+    halt = Halt(clock, kw.pop("stop", None), kw.pop("deadline", None))
     said = []
-    evictor = evictor_class(fake, clock=clock, progress=said.append, rng=random.Random(7), **kw)
+    evictor = Evictor(fake, halt=halt, progress=said.append, rng=random.Random(7), **kw)
     try:
         outcomes = evictor.evacuate_node(NODE, targets)
     finally:
@@ -310,15 +314,16 @@ def test_retrying_state_is_pending_with_the_last_error():
     assert outcomes["a"].reason() == "HTTP 503 from the API server"
 
 
-def test_evicted_is_said_before_gone_even_when_the_watch_is_faster():
+def test_evicted_is_said_before_gone_even_when_the_watch_is_faster(monkeypatch):
     """The watch reports the deletion before the eviction response reaches the lane."""
     marked = threading.Event()
+    mark_gone = NodeEvacuation.mark_gone
 
-    class SpyEvictor(Evictor):
-        def _mark_gone(self, run, uid, note="gone", *, watch=False):
-            super()._mark_gone(run, uid, note, watch=watch)
-            if watch:
-                marked.set()
+    def spy(node, uid, note="gone", *, seen_by_watch=False):
+        mark_gone(node, uid, note, seen_by_watch=seen_by_watch)
+        if seen_by_watch:
+            marked.set()
+    monkeypatch.setattr(NodeEvacuation, "mark_gone", spy)
 
     class WatchFirstNode(FakeNode):
         def evict(self, *args, **kw):
@@ -326,7 +331,7 @@ def test_evicted_is_said_before_gone_even_when_the_watch_is_faster():
             assert marked.wait(5)
 
     fake = WatchFirstNode(["a"], script={"a": [pdb_429(), OK]}, list_lags=True)
-    outcomes, said, _ = run_node(fake, [target("a", pdbs=("web",))], evictor_class=SpyEvictor)
+    outcomes, said, _ = run_node(fake, [target("a", pdbs=("web",))])
     assert outcomes["a"].state == GONE
     assert said[-2:] == ["evicted pod default/a", "pod default/a gone"]
     assert said.count("pod default/a gone") == 1
@@ -336,7 +341,7 @@ def test_a_pdb_spanning_two_nodes_evacuated_at_once_still_gets_one_eviction_at_a
     names = ["a1", "a2", "b1", "b2"]
     meter = InFlight(2, key=lambda name: "web", hold=0.1)   # 2 at once would be a violation
     fake = FakeNode(names, script={n: [meter.response(n)] for n in names}, linger=1)
-    evictor = Evictor(fake, clock=FakeClock(), rng=random.Random(1), max_parallel=8)
+    evictor = Evictor(fake, halt=Halt(FakeClock()), rng=random.Random(1), max_parallel=8)
     results = {}
 
     def node(prefix):

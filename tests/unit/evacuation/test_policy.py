@@ -1,5 +1,6 @@
-"""evacuation/policy.py and kube/retry.py: the response table (each Eviction answer and what it means)
-and capped exponential backoff with jitter, Retry-After as a floor."""
+"""evacuation/policy.py and kube/retry.py: the response table (each Eviction answer and what
+it means), the judgement of the pod read after a 409, and capped exponential backoff with
+jitter, Retry-After as a floor."""
 
 import random
 
@@ -7,7 +8,8 @@ import pytest
 
 from kubectl_gpuisolate.evacuation import policy as ev
 from kubectl_gpuisolate.errors import ApiError, ConnectionFailed
-from kubectl_gpuisolate.evacuation.policy import classify
+from kubectl_gpuisolate.evacuation.engine import ON_VERDICT
+from kubectl_gpuisolate.evacuation.policy import Kind, after_conflict, classify
 from kubectl_gpuisolate.kube.retry import Backoff
 from kubectl_gpuisolate.evacuation.plan import Target
 
@@ -49,6 +51,38 @@ def test_classify_keeps_retry_after():
     assert classify(pdb_429(retry_after=10), target("a")).retry_after == 10
     assert classify(throttled(retry_after=3), target("a")).retry_after == 3
     assert classify(pdb_429(), target("a")).retry_after is None
+
+
+def test_verdict_kinds_are_an_enum_and_the_engine_handles_each_one():
+    assert classify(NOT_FOUND, target("a")).kind is Kind.DONE
+    assert {k.value for k in Kind} == {"done", "pdb", "retry", "fatal", "conflict", "terminating"}
+    # A conflict is never acted on as such: after_conflict turns it into another kind first.
+    assert set(ON_VERDICT) == set(Kind) - {Kind.CONFLICT}
+
+
+# -- after a 409: the pod read again ------------------------------------------------------------
+def read_pod(uid="uid-a", terminating=False):
+    meta = {"name": "a", "namespace": "default", "uid": uid}
+    if terminating:
+        meta["deletionTimestamp"] = "2025-01-01T00:00:00Z"
+    return {"metadata": meta}
+
+
+@pytest.mark.parametrize("pod_or_error, kind, note", [
+    (ApiError('pods "a" not found', status=404), Kind.DONE, "gone (not found after a conflict)"),
+    (ApiError("forbidden", status=403), Kind.RETRY, "conflict, then HTTP 403 reading the pod"),
+    (server_error(503), Kind.RETRY, "conflict, then HTTP 503 reading the pod"),
+    (ConnectionFailed("reset"), Kind.RETRY, "conflict, then a network error reading the pod"),
+    (read_pod(uid="uid-new"), Kind.DONE, "gone (replaced by a new pod with the same name)"),
+    (read_pod(uid="uid-new", terminating=True), Kind.DONE,
+     "gone (replaced by a new pod with the same name)"),
+    (read_pod(terminating=True), Kind.TERMINATING, "is already terminating"),
+    (read_pod(), Kind.RETRY, "conflict (HTTP 409)"),
+], ids=["404", "403", "503", "network", "new-uid", "new-uid-terminating", "same-uid-terminating",
+        "same-uid-alive"])
+def test_after_conflict(pod_or_error, kind, note):
+    verdict = after_conflict(target("a"), pod_or_error)
+    assert (verdict.kind, verdict.note, verdict.retry_after) == (kind, note, None)
 
 
 # -- backoff ------------------------------------------------------------------------------------
