@@ -83,7 +83,11 @@ def add_connection_flags(parser):
     return group
 
 
-def connection_options(args):
+def connection_options(args, *, request_timeout=None):
+    """The connection flags as parsed; ``request_timeout`` (seconds) replaces
+    --request-timeout (completion has its own budget)."""
+    if request_timeout is None:
+        request_timeout = parse_duration(getattr(args, "request_timeout", "0"), "--request-timeout")
     as_groups = tuple(getattr(args, "as_groups", None) or ())
     as_user = getattr(args, "as_user", None)
     if as_groups and not as_user:
@@ -94,7 +98,7 @@ def connection_options(args):
         cluster=getattr(args, "cluster", None),
         user=getattr(args, "user", None),
         namespace=getattr(args, "namespace", None),
-        request_timeout=parse_duration(getattr(args, "request_timeout", "0"), "--request-timeout"),
+        request_timeout=request_timeout,
         as_user=as_user,
         as_groups=as_groups,
     )
