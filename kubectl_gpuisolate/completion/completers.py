@@ -2,11 +2,11 @@
 (kubectl's helper protocol and argcomplete, which calls them with keywords).
 
 Kubeconfig contexts, clusters and users are read from the files (no ``kubernetes``
-import); GPU node names come from the cluster within a 1 s budget; taint effects follow
-``KEY[=VALUE]:``.
+import); GPU node names come from the cluster within a 1 s budget;
+taint effects follow ``KEY[=VALUE]:``.  Each is attached where its flag is defined
+(``parser.add_argument(...).completer = ...``): flags.py, commands/.
 """
 
-import argparse
 import threading
 
 from ..core import gpu
@@ -19,7 +19,6 @@ _EFFECT_HELP = {
     "PreferNoSchedule": "the scheduler avoids the node for pods that do not tolerate it",
     "NoExecute": "also evicts running pods that do not tolerate it",
 }
-
 
 
 def _given(parsed_args, name):
@@ -50,6 +49,14 @@ def complete_clusters(prefix="", parsed_args=None, **_):
 
 def complete_users(prefix="", parsed_args=None, **_):
     return _kubeconfig_section("users", prefix, parsed_args)
+
+
+def complete_files(prefix="", **kwargs):
+    """Marks a file argument (--kubeconfig): kubectl's helper leaves it to the shell's own
+    file completion; argcomplete completes file names, as for an argument without a completer."""
+    from argcomplete.completers import FilesCompleter
+
+    return FilesCompleter()(prefix, **kwargs)
 
 
 def _node_summary(node):
@@ -94,48 +101,24 @@ def list_gpu_nodes(parsed_args=None, timeout=NODE_TIMEOUT):
     return dict(found) if not worker.is_alive() else {}
 
 
-def complete_nodes(prefix="", parsed_args=None, **_):
-    taken = set(_given(parsed_args, "nodes") or ())
+def complete_nodes(prefix="", action=None, parsed_args=None, **_):
+    """GPU node names not given yet."""
+    taken = set(_given(parsed_args, action.dest) or ()) if action is not None else set()
     return {name: summary for name, summary in sorted(list_gpu_nodes(parsed_args).items())
             if name.startswith(prefix) and name not in taken}
 
 
-def complete_taint(prefix="", action=None, **_):
-    """``KEY[=VALUE]:EFFECT``: the default, or the effects once ``KEY...:`` is typed."""
+def complete_taint(prefix="", action=None, can_continue=False, **_):
+    """``KEY[=VALUE]:EFFECT``: the default, or the effects once ``KEY...:`` is typed.
+    With ``can_continue`` (kubectl's helper, which can leave the cursor after a ':'), a key
+    typed without its effect gets ``KEY...:``; argcomplete's bash splits words at ':'."""
     if ":" in prefix:
         head = prefix.rsplit(":", 1)[0]
         return {f"{head}:{effect}": _EFFECT_HELP[effect] for effect in EFFECTS
                 if f"{head}:{effect}".startswith(prefix)}
     default = getattr(action, "default", None)
     suggestions = [default] if isinstance(default, str) else []
-    return {s: "the default" for s in suggestions if s.startswith(prefix)}
-
-
-_BY_DEST = {
-    "context": complete_contexts,
-    "cluster": complete_clusters,
-    "user": complete_users,
-    "nodes": complete_nodes,
-    "taint": complete_taint,
-}
-_FILE_DESTS = {"kubeconfig"}
-
-
-def _subcommands(parser):
-    for action in parser._actions:
-        if isinstance(action, argparse._SubParsersAction):
-            return action
-    return None
-
-
-def attach_completers(parser):
-    """Sets ``action.completer`` (argcomplete's hook) on every action of the
-    parser and its subparsers whose destination has a completer above."""
-    for action in parser._actions:
-        if action.dest in _BY_DEST and not hasattr(action, "completer"):
-            action.completer = _BY_DEST[action.dest]
-    sub = _subcommands(parser)
-    if sub is not None:
-        for child in sub.choices.values():
-            attach_completers(child)
-    return parser
+    found = {s: "the default" for s in suggestions if s.startswith(prefix)}
+    if can_continue and not found and prefix:
+        found = {prefix + ":": "then the effect"}
+    return found
