@@ -2,15 +2,17 @@
 (kubectl's helper protocol and argcomplete, which calls them with keywords).
 
 Kubeconfig contexts, clusters and users are read from the files (no ``kubernetes``
-import); GPU node names come from the cluster within a 1 s budget;
+import); GPU node names come from the cluster (``KubeApi.list_nodes``) within a 1 s budget;
 taint effects follow ``KEY[=VALUE]:``.  Each is attached where its flag is defined
 (``parser.add_argument(...).completer = ...``): flags.py, commands/.
 """
 
+import argparse
 import threading
 
 from ..core import gpu
-from ..core.taints import EFFECTS
+from ..core.taints import DEFAULT_TAINT, EFFECTS, Taint, gpu_taints_on, parse_taint, parse_taint_ref
+from ..errors import UsageError
 
 NODE_TIMEOUT = 1.0  # seconds for the whole node lookup (connect, TLS, list)
 
@@ -59,35 +61,48 @@ def complete_files(prefix="", **kwargs):
     return FilesCompleter()(prefix, **kwargs)
 
 
-def _node_summary(node):
+def _parse_gpu_taint(text):
+    """The taint ``text`` names: a Taint (``KEY[=VALUE]:EFFECT``) or untaint's TaintRef
+    (``KEY[:EFFECT]``); the default taint when it names neither (e.g. half typed)."""
+    for parse in (parse_taint, parse_taint_ref):
+        try:
+            return parse(text)
+        except UsageError:
+            pass
+    return parse_taint(DEFAULT_TAINT)
+
+
+def _has_gpu_taint(taints, wanted):
+    if isinstance(wanted, Taint):
+        return bool(gpu_taints_on(taints, wanted))  # key and effect, any value
+    return any(wanted.matches(taint) for taint in taints)
+
+
+def _node_summary(node, wanted):
     count = gpu.gpu_count(node)
-    taints = (node.get("spec") or {}).get("taints") or ()
-    tainted = any(t.get("key") == "nvidia.com/gpu" for t in taints)
+    spec = node.get("spec") or {}
+    tainted = _has_gpu_taint(spec.get("taints") or (), wanted)
     parts = [f"{count} GPU" if count else "GPU node", "GPU taint" if tainted else "no GPU taint"]
-    if (node.get("spec") or {}).get("unschedulable"):
+    if spec.get("unschedulable"):
         parts.append("cordoned")
     return ", ".join(parts)
 
 
-def list_gpu_nodes(parsed_args=None, timeout=NODE_TIMEOUT):
+def list_gpu_nodes(parsed_args=None, timeout=NODE_TIMEOUT, gpu_taint=DEFAULT_TAINT):
     """{name: summary} of the nodes labelled nvidia.com/gpu.present=true, or {}
-    on any error or after ``timeout`` seconds (completion never waits long)."""
-    from ..flags import ConnectionOptions
-
-    options = ConnectionOptions(
-        kubeconfig=_given(parsed_args, "kubeconfig"), context=_given(parsed_args, "context"),
-        cluster=_given(parsed_args, "cluster"), user=_given(parsed_args, "user"),
-        request_timeout=timeout, as_user=_given(parsed_args, "as_user"),
-        as_groups=tuple(_given(parsed_args, "as_groups") or ()))
+    on any error or after ``timeout`` seconds (completion never waits long).  The
+    summary says whether a node carries ``gpu_taint`` (see ``_parse_gpu_taint``)."""
+    wanted = _parse_gpu_taint(gpu_taint)
     found = {}
 
     def fetch():
+        from ..flags import connection_options
         from ..kube import connect
 
+        options = connection_options(parsed_args or argparse.Namespace(), request_timeout=timeout)
         kube = connect(options, pool_size=1)
-        body = kube.request("GET", "/api/v1/nodes", retry=False, what="listing GPU nodes",
-                            params={"labelSelector": gpu.DEFAULT_NODE_SELECTOR, "limit": 500}).json()
-        found.update({node["metadata"]["name"]: _node_summary(node) for node in body.get("items") or ()})
+        nodes = kube.list_nodes(gpu.DEFAULT_NODE_SELECTOR, limit=500, retry=False)
+        found.update({node["metadata"]["name"]: _node_summary(node, wanted) for node in nodes})
 
     def guarded():
         try:
@@ -101,10 +116,16 @@ def list_gpu_nodes(parsed_args=None, timeout=NODE_TIMEOUT):
     return dict(found) if not worker.is_alive() else {}
 
 
-def complete_nodes(prefix="", action=None, parsed_args=None, **_):
-    """GPU node names not given yet."""
+def complete_nodes(prefix="", action=None, parser=None, parsed_args=None, **_):
+    """GPU node names not given yet.  The summaries judge the GPU taint by this command
+    line's option that completes as a taint (--gpu-taint), typed or its default."""
     taken = set(_given(parsed_args, action.dest) or ()) if action is not None else set()
-    return {name: summary for name, summary in sorted(list_gpu_nodes(parsed_args).items())
+    command_line = getattr(parser, "command_line", None)  # a registry.RecordingParser's record
+    gpu_taint = command_line.value_of(complete_taint, parsed_args) if command_line else None
+    if not isinstance(gpu_taint, str):
+        gpu_taint = DEFAULT_TAINT
+    nodes = list_gpu_nodes(parsed_args, gpu_taint=gpu_taint)
+    return {name: summary for name, summary in sorted(nodes.items())
             if name.startswith(prefix) and name not in taken}
 
 
