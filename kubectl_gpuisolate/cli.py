@@ -6,11 +6,11 @@
 ``kubernetes``, so ``--help``, completion and usage errors stay fast.
 """
 
-import argparse
 import os
 import sys
 
 from . import __version__
+from .completion.registry import RecordingParser
 from .errors import EXIT_INTERNAL, EXIT_SIGINT, EXIT_SIGTERM, EXIT_USAGE, GpuIsolateError
 from .flags import add_connection_flags
 from . import interrupts
@@ -19,8 +19,9 @@ PROG = "kubectl gpuisolate"
 COMMANDS = ("status", "taint", "untaint", "evacuate", "completion", "version")
 
 
-class Parser(argparse.ArgumentParser):
-    """argparse with a one-line error instead of usage plus message."""
+class Parser(RecordingParser):
+    """argparse with a one-line error instead of usage plus message; it records the command
+    line for kubectl's completion protocol as it is built (completion/registry.py)."""
 
     def error(self, message):
         sys.stderr.write(f"error: {message}; see '{self.prog} --help'\n")
@@ -41,8 +42,8 @@ def build_parser():
                     "and evict only the pods that do not tolerate the GPU taint.",
         epilog="Run 'kubectl gpuisolate COMMAND --help' for a command's flags and examples.")
     parser.add_argument("--version", action="version", version=f"kubectl-gpuisolate {__version__}")
-    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)
-    subparsers.required = True
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser,
+                                       required=True)
     for name in COMMANDS:
         _command_module(name).add_parser(subparsers, [shared])
     return parser

@@ -1,5 +1,6 @@
 """Flags shared by every subcommand: connection flags as in kubectl, dry-run
-and output format.  No I/O and no ``kubernetes`` import.
+and output format.  No I/O and no ``kubernetes`` import; the connection flags'
+completers (completion/completers.py) are attached here, where the flags are defined.
 
 Shared flags are attached both to the top-level parser and to each
 subcommand, with ``default=SUPPRESS`` so that a value given before the
@@ -12,6 +13,7 @@ import re
 from dataclasses import dataclass
 from typing import Optional, Tuple
 
+from .completion.completers import complete_clusters, complete_contexts, complete_files, complete_users
 from .errors import UsageError
 
 
@@ -63,13 +65,13 @@ def add_connection_flags(parser):
     group = parser.add_argument_group("connection (as in kubectl)")
     suppress = argparse.SUPPRESS
     group.add_argument("--kubeconfig", default=suppress, metavar="FILE",
-                       help="path to the kubeconfig file (replaces $KUBECONFIG)")
+                       help="path to the kubeconfig file (replaces $KUBECONFIG)").completer = complete_files
     group.add_argument("--context", default=suppress, metavar="NAME",
-                       help="the kubeconfig context to use")
+                       help="the kubeconfig context to use").completer = complete_contexts
     group.add_argument("--cluster", default=suppress, metavar="NAME",
-                       help="the kubeconfig cluster to use")
+                       help="the kubeconfig cluster to use").completer = complete_clusters
     group.add_argument("--user", default=suppress, metavar="NAME",
-                       help="the kubeconfig user to use")
+                       help="the kubeconfig user to use").completer = complete_users
     group.add_argument("-n", "--namespace", default=suppress, metavar="NS",
                        help="namespace (accepted for kubectl compatibility; nodes are cluster-wide)")
     group.add_argument("--request-timeout", default=suppress, metavar="DURATION",
@@ -83,7 +85,11 @@ def add_connection_flags(parser):
     return group
 
 
-def connection_options(args):
+def connection_options(args, *, request_timeout=None):
+    """The connection flags as parsed; ``request_timeout`` (seconds) replaces
+    --request-timeout (completion has its own budget)."""
+    if request_timeout is None:
+        request_timeout = parse_duration(getattr(args, "request_timeout", "0"), "--request-timeout")
     as_groups = tuple(getattr(args, "as_groups", None) or ())
     as_user = getattr(args, "as_user", None)
     if as_groups and not as_user:
@@ -94,7 +100,7 @@ def connection_options(args):
         cluster=getattr(args, "cluster", None),
         user=getattr(args, "user", None),
         namespace=getattr(args, "namespace", None),
-        request_timeout=parse_duration(getattr(args, "request_timeout", "0"), "--request-timeout"),
+        request_timeout=request_timeout,
         as_user=as_user,
         as_groups=as_groups,
     )

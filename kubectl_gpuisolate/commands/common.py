@@ -1,5 +1,6 @@
 """The node-selection flags that several subcommands share (names or -l)."""
 
+from ..completion.completers import complete_nodes
 from ..core import gpu, selectors
 from ..errors import UsageError
 
@@ -7,7 +8,7 @@ from ..errors import UsageError
 def add_node_flags(parser):
     parser.add_argument("nodes", nargs="*", metavar="NODE",
                         help="node names (default: every node labelled "
-                             f"{gpu.DEFAULT_NODE_SELECTOR})")
+                             f"{gpu.DEFAULT_NODE_SELECTOR})").completer = complete_nodes
     parser.add_argument("-l", "--selector", metavar="SELECTOR",
                         help=f"node label selector (default: {gpu.DEFAULT_NODE_SELECTOR})")
 

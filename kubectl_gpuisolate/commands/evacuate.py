@@ -17,6 +17,7 @@ import threading
 from dataclasses import dataclass
 from typing import Optional
 
+from ..completion.completers import complete_taint
 from ..core import planner
 from ..core.taints import DEFAULT_TAINT, Taint, parse_taint
 from ..errors import EXIT_INCOMPLETE, EXIT_OK, EXIT_PREFLIGHT, Interrupted, UsageError
@@ -91,7 +92,7 @@ def add_parser(subparsers, parents):
                         help="taint the nodes first (as 'kubectl gpuisolate taint' does)")
     parser.add_argument("--gpu-taint", default=DEFAULT_TAINT, metavar="KEY[=VALUE]:EFFECT",
                         help=f"the GPU taint (default {DEFAULT_TAINT}); a node carrying this key "
-                             "and effect with any value counts as tainted")
+                             "and effect with any value counts as tainted").completer = complete_taint
     parser.add_argument("--delete-emptydir-data", action="store_true",
                         help="allow evicting pods with emptyDir volumes (their data is lost)")
     parser.add_argument("--force", action="store_true",

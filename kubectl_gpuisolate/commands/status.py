@@ -6,6 +6,7 @@ import sys
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
+from ..completion.completers import complete_taint
 from ..core import planner
 from ..core.taints import DEFAULT_TAINT, Taint, parse_taint
 from ..errors import EXIT_FINDINGS, EXIT_OK
@@ -50,7 +51,7 @@ def add_parser(subparsers, parents):
     parser.add_argument("--gpu-taint", "--taint", dest="taint", default=DEFAULT_TAINT, metavar="KEY[=VALUE]:EFFECT",
                         help="the GPU taint to judge pods against where a node has none yet "
                              f"(default {DEFAULT_TAINT}); nodes with this key and effect are judged "
-                             "by the value they carry")
+                             "by the value they carry").completer = complete_taint
     add_output_flag(parser, ("wide", "json", "yaml"))
     parser.add_argument("--exit-code", action="store_true",
                         help="exit 1 when pods are misplaced or GPU nodes are untainted")

@@ -8,6 +8,7 @@ import argparse
 import sys
 from dataclasses import dataclass
 
+from ..completion.completers import complete_taint
 from ..core import planner
 from ..core.taints import DEFAULT_TAINT, Taint, parse_taint
 from ..errors import EXIT_OK
@@ -44,7 +45,7 @@ class TaintOptions:
 
 def add_taint_flags(parser):
     parser.add_argument("--gpu-taint", "--taint", dest="taint", default=DEFAULT_TAINT, metavar="KEY[=VALUE]:EFFECT",
-                        help=f"the taint to apply (default {DEFAULT_TAINT})")
+                        help=f"the taint to apply (default {DEFAULT_TAINT})").completer = complete_taint
     parser.add_argument("--overwrite", action="store_true",
                         help="replace the value of a taint with the same key and effect")
 

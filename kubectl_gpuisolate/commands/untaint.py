@@ -5,6 +5,7 @@ import argparse
 import sys
 from dataclasses import dataclass
 
+from ..completion.completers import complete_taint
 from ..core.taints import TaintRef, parse_taint_ref, remove_taint
 from ..errors import EXIT_OK
 from ..flags import ConnectionOptions, DryRun, add_dry_run_flag, connection_options, parse_dry_run
@@ -46,7 +47,7 @@ def add_parser(subparsers, parents):
     add_node_flags(parser)
     parser.add_argument("--gpu-taint", "--taint", dest="taint", default=DEFAULT_REF, metavar="KEY[:EFFECT]",
                         help=f"the taint to remove (default {DEFAULT_REF}); without an effect, "
-                             "every effect of the key")
+                             "every effect of the key").completer = complete_taint
     add_dry_run_flag(parser)
     parser.set_defaults(run=run)
 

@@ -1,3 +1,4 @@
-"""Shell completion: the completers (``completers``), kubectl's helper protocol
-(``kubectl_helper``) and argcomplete (``shell``).  Imports no ``kubernetes``.
+"""Shell completion: the completers (``completers``, attached where each flag is defined),
+the command line recorded as the parser is built (``registry``), kubectl's helper protocol
+over that record (``kubectl_helper``) and argcomplete (``shell``).  Imports no ``kubernetes``.
 """

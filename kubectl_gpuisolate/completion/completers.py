@@ -2,15 +2,17 @@
 (kubectl's helper protocol and argcomplete, which calls them with keywords).
 
 Kubeconfig contexts, clusters and users are read from the files (no ``kubernetes``
-import); GPU node names come from the cluster within a 1 s budget; taint effects follow
-``KEY[=VALUE]:``.
+import); GPU node names come from the cluster (``KubeApi.list_nodes``) within a 1 s budget;
+taint effects follow ``KEY[=VALUE]:``.  Each is attached where its flag is defined
+(``parser.add_argument(...).completer = ...``): flags.py, commands/.
 """
 
 import argparse
 import threading
 
 from ..core import gpu
-from ..core.taints import EFFECTS
+from ..core.taints import DEFAULT_TAINT, EFFECTS, Taint, gpu_taints_on, parse_taint, parse_taint_ref
+from ..errors import UsageError
 
 NODE_TIMEOUT = 1.0  # seconds for the whole node lookup (connect, TLS, list)
 
@@ -19,7 +21,6 @@ _EFFECT_HELP = {
     "PreferNoSchedule": "the scheduler avoids the node for pods that do not tolerate it",
     "NoExecute": "also evicts running pods that do not tolerate it",
 }
-
 
 
 def _given(parsed_args, name):
@@ -52,35 +53,56 @@ def complete_users(prefix="", parsed_args=None, **_):
     return _kubeconfig_section("users", prefix, parsed_args)
 
 
-def _node_summary(node):
+def complete_files(prefix="", **kwargs):
+    """Marks a file argument (--kubeconfig): kubectl's helper leaves it to the shell's own
+    file completion; argcomplete completes file names, as for an argument without a completer."""
+    from argcomplete.completers import FilesCompleter
+
+    return FilesCompleter()(prefix, **kwargs)
+
+
+def _parse_gpu_taint(text):
+    """The taint ``text`` names: a Taint (``KEY[=VALUE]:EFFECT``) or untaint's TaintRef
+    (``KEY[:EFFECT]``); the default taint when it names neither (e.g. half typed)."""
+    for parse in (parse_taint, parse_taint_ref):
+        try:
+            return parse(text)
+        except UsageError:
+            pass
+    return parse_taint(DEFAULT_TAINT)
+
+
+def _has_gpu_taint(taints, wanted):
+    if isinstance(wanted, Taint):
+        return bool(gpu_taints_on(taints, wanted))  # key and effect, any value
+    return any(wanted.matches(taint) for taint in taints)
+
+
+def _node_summary(node, wanted):
     count = gpu.gpu_count(node)
-    taints = (node.get("spec") or {}).get("taints") or ()
-    tainted = any(t.get("key") == "nvidia.com/gpu" for t in taints)
+    spec = node.get("spec") or {}
+    tainted = _has_gpu_taint(spec.get("taints") or (), wanted)
     parts = [f"{count} GPU" if count else "GPU node", "GPU taint" if tainted else "no GPU taint"]
-    if (node.get("spec") or {}).get("unschedulable"):
+    if spec.get("unschedulable"):
         parts.append("cordoned")
     return ", ".join(parts)
 
 
-def list_gpu_nodes(parsed_args=None, timeout=NODE_TIMEOUT):
+def list_gpu_nodes(parsed_args=None, timeout=NODE_TIMEOUT, gpu_taint=DEFAULT_TAINT):
     """{name: summary} of the nodes labelled nvidia.com/gpu.present=true, or {}
-    on any error or after ``timeout`` seconds (completion never waits long)."""
-    from ..flags import ConnectionOptions
-
-    options = ConnectionOptions(
-        kubeconfig=_given(parsed_args, "kubeconfig"), context=_given(parsed_args, "context"),
-        cluster=_given(parsed_args, "cluster"), user=_given(parsed_args, "user"),
-        request_timeout=timeout, as_user=_given(parsed_args, "as_user"),
-        as_groups=tuple(_given(parsed_args, "as_groups") or ()))
+    on any error or after ``timeout`` seconds (completion never waits long).  The
+    summary says whether a node carries ``gpu_taint`` (see ``_parse_gpu_taint``)."""
+    wanted = _parse_gpu_taint(gpu_taint)
     found = {}
 
     def fetch():
+        from ..flags import connection_options
         from ..kube import connect
 
+        options = connection_options(parsed_args or argparse.Namespace(), request_timeout=timeout)
         kube = connect(options, pool_size=1)
-        body = kube.request("GET", "/api/v1/nodes", retry=False, what="listing GPU nodes",
-                            params={"labelSelector": gpu.DEFAULT_NODE_SELECTOR, "limit": 500}).json()
-        found.update({node["metadata"]["name"]: _node_summary(node) for node in body.get("items") or ()})
+        nodes = kube.list_nodes(gpu.DEFAULT_NODE_SELECTOR, limit=500, retry=False)
+        found.update({node["metadata"]["name"]: _node_summary(node, wanted) for node in nodes})
 
     def guarded():
         try:
@@ -94,48 +116,30 @@ def list_gpu_nodes(parsed_args=None, timeout=NODE_TIMEOUT):
     return dict(found) if not worker.is_alive() else {}
 
 
-def complete_nodes(prefix="", parsed_args=None, **_):
-    taken = set(_given(parsed_args, "nodes") or ())
-    return {name: summary for name, summary in sorted(list_gpu_nodes(parsed_args).items())
+def complete_nodes(prefix="", action=None, parser=None, parsed_args=None, **_):
+    """GPU node names not given yet.  The summaries judge the GPU taint by this command
+    line's option that completes as a taint (--gpu-taint), typed or its default."""
+    taken = set(_given(parsed_args, action.dest) or ()) if action is not None else set()
+    command_line = getattr(parser, "command_line", None)  # a registry.RecordingParser's record
+    gpu_taint = command_line.value_of(complete_taint, parsed_args) if command_line else None
+    if not isinstance(gpu_taint, str):
+        gpu_taint = DEFAULT_TAINT
+    nodes = list_gpu_nodes(parsed_args, gpu_taint=gpu_taint)
+    return {name: summary for name, summary in sorted(nodes.items())
             if name.startswith(prefix) and name not in taken}
 
 
-def complete_taint(prefix="", action=None, **_):
-    """``KEY[=VALUE]:EFFECT``: the default, or the effects once ``KEY...:`` is typed."""
+def complete_taint(prefix="", action=None, can_continue=False, **_):
+    """``KEY[=VALUE]:EFFECT``: the default, or the effects once ``KEY...:`` is typed.
+    With ``can_continue`` (kubectl's helper, which can leave the cursor after a ':'), a key
+    typed without its effect gets ``KEY...:``; argcomplete's bash splits words at ':'."""
     if ":" in prefix:
         head = prefix.rsplit(":", 1)[0]
         return {f"{head}:{effect}": _EFFECT_HELP[effect] for effect in EFFECTS
                 if f"{head}:{effect}".startswith(prefix)}
     default = getattr(action, "default", None)
     suggestions = [default] if isinstance(default, str) else []
-    return {s: "the default" for s in suggestions if s.startswith(prefix)}
-
-
-_BY_DEST = {
-    "context": complete_contexts,
-    "cluster": complete_clusters,
-    "user": complete_users,
-    "nodes": complete_nodes,
-    "taint": complete_taint,
-}
-_FILE_DESTS = {"kubeconfig"}
-
-
-def _subcommands(parser):
-    for action in parser._actions:
-        if isinstance(action, argparse._SubParsersAction):
-            return action
-    return None
-
-
-def attach_completers(parser):
-    """Sets ``action.completer`` (argcomplete's hook) on every action of the
-    parser and its subparsers whose destination has a completer above."""
-    for action in parser._actions:
-        if action.dest in _BY_DEST and not hasattr(action, "completer"):
-            action.completer = _BY_DEST[action.dest]
-    sub = _subcommands(parser)
-    if sub is not None:
-        for child in sub.choices.values():
-            attach_completers(child)
-    return parser
+    found = {s: "the default" for s in suggestions if s.startswith(prefix)}
+    if can_continue and not found and prefix:
+        found = {prefix + ":": "then the effect"}
+    return found

@@ -1,4 +1,5 @@
-"""kubectl's plugin completion protocol, answered over the argparse parser.
+"""kubectl's plugin completion protocol, answered from the command line that the parser
+recorded as it was built (``registry``), not from argparse's internals.
 
 Shell completion has two ways in and one set of completers (``completers``):
 
@@ -6,8 +7,7 @@ Shell completion has two ways in and one set of completers (``completers``):
   ``kubectl_complete-gpuisolate ARG... WORD`` (this program under a second
   name, a link next to it).  It prints one ``value<TAB>description`` line per
   candidate, then ``:<directive>`` (cobra's ShellCompDirective).
-  ``serve_kubectl`` implements that over the argparse parser, without
-  argcomplete.
+  ``serve_kubectl`` implements that, without argcomplete.
 * Direct: ``kubectl-gpuisolate <TAB>`` with the script that ``completion
   bash|zsh`` prints; argcomplete drives the parser (``shell.autocomplete``).
 
@@ -19,7 +19,7 @@ import argparse
 import os
 import sys
 
-from .completers import _BY_DEST, _FILE_DESTS, _subcommands, attach_completers
+from .completers import complete_files
 
 HELPER_PREFIX = "kubectl_complete-"
 
@@ -34,59 +34,57 @@ def is_kubectl_helper(argv0, args):
             or args[:1] in (["__complete"], ["__completeNoDesc"]))
 
 
-# -- kubectl's plugin completion protocol ----------------------------------------------------------
+# -- kubectl's plugin completion protocol, over the parser's recorded command line (registry.py) ----
 
-def _takes_value(action):
-    return action.nargs != 0 and action.option_strings
-
-
-def _help_line(parser, action):
-    text = action.help
-    if not text or text == argparse.SUPPRESS:
+def _help_line(argument):
+    text = argument.help
+    if not text or argument.hidden:
         return ""
-    try:
-        text = parser._get_formatter()._expand_help(action)
-    except (KeyError, TypeError, ValueError):
-        pass
     text = " ".join(text.split())
     return text if len(text) <= 80 else text[:77].rsplit(" ", 1)[0] + " ..."
 
 
-def _find_option(parser, word):
-    """(action, attached value or None) for an option word, or (None, None)."""
-    table = parser._option_string_actions
+def _find_option(command_line, word):
+    """(option, attached value or None) for an option word, or (None, None)."""
     if word.startswith("--"):
         name, eq, value = word.partition("=")
-        action = table.get(name)
-        return action, (value if eq else None)
-    if word[:2] in table:
-        action = table[word[:2]]
-        rest = word[2:]
-        if _takes_value(action) and rest:
-            return action, rest[1:] if rest.startswith("=") else rest
-        return action, None
-    return None, None
+        return command_line.option(name), (value if eq else None)
+    option = command_line.option(word[:2])
+    if option is None:
+        return None, None
+    rest = word[2:]
+    if option.takes_value and rest:
+        return option, rest[1:] if rest.startswith("=") else rest
+    return option, None
 
 
 class _State:
-    def __init__(self, parser):
-        self.parser = parser
+    def __init__(self, command_line):
+        self.command_line = command_line
         self.command = None
         self.pending = None        # an option waiting for its value
-        self.values = argparse.Namespace()
+        self.values = argparse.Namespace()  # the completers' parsed_args, as from argcomplete
         self.positionals = []
         self.seen = set()          # options given (to hide them from the flag list)
         self.dashdash = False
 
-    def record(self, action, value):
-        if isinstance(action, argparse._AppendAction):
-            setattr(self.values, action.dest, (getattr(self.values, action.dest, None) or []) + [value])
-        else:
-            setattr(self.values, action.dest, value)
+    def record(self, option, value):
+        if option.repeats:
+            value = (getattr(self.values, option.dest, None) or []) + [value]
+        setattr(self.values, option.dest, value)
+
+    def assign_positionals(self):
+        """Gives the positional words to the positionals' destinations, as argparse would."""
+        words = list(self.positionals)
+        for positional in self.command_line.positionals:
+            take = len(words) if positional.many else positional.width
+            taken, words = words[:take], words[take:]
+            single = not positional.many and positional.width == 1
+            setattr(self.values, positional.dest, (taken[0] if taken else None) if single else taken)
 
 
-def _walk(parser, words):
-    state = _State(parser)
+def _walk(command_line, words):
+    state = _State(command_line)
     for word in words:
         if state.pending is not None:
             state.record(state.pending, word)
@@ -96,89 +94,81 @@ def _walk(parser, words):
             state.dashdash = True
             continue
         if word.startswith("-") and len(word) > 1 and not state.dashdash:
-            action, value = _find_option(state.parser, word)
-            if action is None:
+            option, value = _find_option(state.command_line, word)
+            if option is None:
                 continue
-            state.seen.add(action)
-            if _takes_value(action):
+            state.seen.add(option)
+            if option.takes_value:
                 if value is None:
-                    state.pending = action
+                    state.pending = option
                 else:
-                    state.record(action, value)
+                    state.record(option, value)
             continue
-        sub = _subcommands(state.parser)
-        if state.command is None and sub is not None and word in sub.choices:
-            state.command, state.parser = word, sub.choices[word]
+        if state.command is None and word in state.command_line.commands:
+            state.command, state.command_line = word, state.command_line.commands[word].command_line
             continue
         state.positionals.append(word)
-    state.values.nodes = list(state.positionals)
+    state.assign_positionals()
     return state
 
 
-def _values(state, action, prefix):
+def _values(state, argument, prefix):
     """Candidates for an option's or positional's value, and the directive."""
-    if action.dest in _FILE_DESTS:
+    completer = argument.completer
+    if completer is complete_files:
         return {}, DEFAULT  # let the shell complete file names
-    completer = getattr(action, "completer", None) or _BY_DEST.get(action.dest)
     if completer is not None:
-        found = completer(prefix=prefix, action=action, parser=state.parser,
-                          parsed_args=state.values)
-        directive = NO_FILE_COMP
-        if action.dest == "taint" and not found and prefix and ":" not in prefix:
-            found, directive = {prefix + ":": "then the effect"}, NO_FILE_COMP | NO_SPACE
-        return dict(found), directive
-    if action.choices:
-        return {str(c): "" for c in action.choices if str(c).startswith(prefix)}, NO_FILE_COMP
+        found = dict(completer(prefix=prefix, action=argument.action, parser=state.command_line.parser,
+                               parsed_args=state.values, can_continue=True))
+        # A candidate ending in ':' is the start of a longer word (KEY: before its EFFECT).
+        open_ended = found and all(value.endswith(":") for value in found)
+        return found, NO_FILE_COMP | (NO_SPACE if open_ended else 0)
+    if argument.choices:
+        return {str(c): "" for c in argument.choices if str(c).startswith(prefix)}, NO_FILE_COMP
     return {}, NO_FILE_COMP
 
 
-def _positional_action(parser, index):
+def _positional(command_line, index):
     count = 0
-    for action in parser._actions:
-        if action.option_strings or isinstance(action, argparse._SubParsersAction):
-            continue
-        if action.nargs in ("*", "+", argparse.REMAINDER) or count == index:
-            return action
-        count += 1 if action.nargs in (None, "?") else (action.nargs or 1)
+    for positional in command_line.positionals:
+        if positional.many or count == index:
+            return positional
+        count += positional.width
     return None
 
 
 def _flags(state, prefix):
     found = {}
-    for action in state.parser._actions:
-        if action.help == argparse.SUPPRESS or not action.option_strings:
+    for option in state.command_line.options:
+        if option.hidden or (option in state.seen and not option.repeats):
             continue
-        if action in state.seen and not isinstance(action, argparse._AppendAction):
-            continue
-        for option in action.option_strings:
-            if option.startswith(prefix):
-                found[option] = _help_line(state.parser, action)
+        for string in option.option_strings:
+            if string.startswith(prefix):
+                found[string] = _help_line(option)
     return found
 
 
 def complete_words(parser, words, current):
     """The candidates ({value: description}) and the directive for ``current``,
-    the word being completed after ``words``."""
-    attach_completers(parser)
-    state = _walk(parser, words)
+    the word being completed after ``words``, on a ``registry.RecordingParser``."""
+    state = _walk(parser.command_line, words)
     if state.pending is not None:
         return _values(state, state.pending, current)
     if current.startswith("-") and not state.dashdash:
         if current.startswith("--") and "=" in current:
-            action, value = _find_option(state.parser, current)
-            if action is None or not _takes_value(action):
+            option, value = _find_option(state.command_line, current)
+            if option is None or not option.takes_value:
                 return {}, NO_FILE_COMP
-            return _values(state, action, value or "")
+            return _values(state, option, value or "")
         return _flags(state, current), NO_FILE_COMP
-    sub = _subcommands(state.parser)
-    if state.command is None and sub is not None:
-        helps = {a.dest: a.help for a in sub._choices_actions}
-        return {name: " ".join((helps.get(name) or "").split()) for name in sub.choices
+    commands = state.command_line.commands
+    if state.command is None and commands:
+        return {name: " ".join(command.help.split()) for name, command in commands.items()
                 if name.startswith(current)}, NO_FILE_COMP
-    action = _positional_action(state.parser, len(state.positionals))
-    if action is None:
+    positional = _positional(state.command_line, len(state.positionals))
+    if positional is None:
         return {}, NO_FILE_COMP
-    return _values(state, action, current)
+    return _values(state, positional, current)
 
 
 def serve_kubectl(parser, args, stdout=None):

@@ -3,12 +3,10 @@
 
 def autocomplete(parser):
     """Called by cli.main when ``_ARGCOMPLETE`` is set (the shell script that
-    ``completion bash|zsh`` prints); exits when it has answered."""
+    ``completion bash|zsh`` prints); exits when it has answered.  The completers are on
+    the parser's actions already, attached where each flag is defined."""
     import argcomplete
 
-    from .completers import attach_completers
-
-    attach_completers(parser)
     argcomplete.autocomplete(parser, always_complete_options=False)
 
 

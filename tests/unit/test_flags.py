@@ -88,3 +88,12 @@ def test_connection_options_invalid(argv, fragment):
 
 def test_connection_flags_are_suppressed_when_absent():
     assert vars(parse_connection([])) == {}
+
+
+def test_request_timeout_override_replaces_the_flag_without_parsing_it():
+    """Completion's own budget: the typed --request-timeout (even half typed) does not count."""
+    args = parse_connection(["--context", "c", "--request-timeout", "soo"])
+    expected = ConnectionOptions(context="c", request_timeout=0.5)
+    assert connection_options(args, request_timeout=0.5) == expected
+    zero = connection_options(parse_connection(["--request-timeout", "2s"]), request_timeout=0)
+    assert zero.request_timeout == 0

@@ -1,7 +1,8 @@
 """Completion without a cluster: the engine behind kubectl's plugin completion
 protocol, the protocol's output, the completers (kubeconfig names, taint
 effects, GPU nodes from a fake API server on 127.0.0.1) and the cli dispatch.
-The real kubectl and bash are driven in test_complete_shell.py."""
+The real kubectl and bash are driven in test_shell.py; where each completer is
+attached, and node listing through the KubeApi calls, are in test_completers.py."""
 
 import http.server
 import io
@@ -310,15 +311,6 @@ def test_completion_command_rejects_other_shells(capsys):
     with pytest.raises(SystemExit) as exc:
         cli.main(["completion", "tcsh"])
     assert exc.value.code == 2
-
-
-def test_completers_are_attached_for_argcomplete():
-    parser = completers.attach_completers(cli.build_parser())
-    sub = completers._subcommands(parser).choices["taint"]
-    by_dest = {a.dest: getattr(a, "completer", None) for a in sub._actions}
-    assert by_dest["nodes"] is completers.complete_nodes
-    assert by_dest["context"] is completers.complete_contexts
-    assert by_dest["taint"] is completers.complete_taint
 
 
 # -- fast path: completion imports neither kubernetes nor urllib3 ------------------------------------
