@@ -11,9 +11,10 @@ import os
 import random
 import time
 
-from ..errors import ApiError, ConfigError, ConflictError, ConnectionFailed, NotFound
+from ..errors import (ApiError, ApiNotFound, ConfigError, Conflict, ConflictError,
+                      ConnectionFailed, NotFound, TooManyRequests)
 from ..flags import DryRun
-from .transport import RETRYABLE, Transport
+from .transport import Transport, retryable
 
 
 class Kube(Transport):
@@ -38,11 +39,9 @@ class Kube(Transport):
     def get_node(self, name):
         try:
             return self.get(f"/api/v1/nodes/{name}", what=f"reading node {name}")
-        except ApiError as exc:
-            if exc.status == 404:
-                raise NotFound(f'node "{name}" not found; check the name with '
-                               "'kubectl get nodes'") from None
-            raise
+        except ApiNotFound:
+            raise NotFound(f'node "{name}" not found; check the name with '
+                           "'kubectl get nodes'") from None
 
     def patch_node(self, node, patch, *, dry_run, retry=True):
         """A JSON merge patch; a resourceVersion in the patch makes it conditional."""
@@ -71,19 +70,18 @@ class Kube(Transport):
                 return node, first_verb or verb
             patch = {"metadata": {"resourceVersion": node["metadata"]["resourceVersion"]},
                      "spec": {"taints": new_taints or None}}
-            delay = None
             try:
                 # Not retried inside request(): a retry of a write that landed unseen gets 409,
                 # which must not pass for another writer's change.
                 return self.patch_node(node, patch, dry_run=dry_run, retry=False), verb
-            except ApiError as exc:
-                if exc.status != 409 and exc.status not in RETRYABLE:
+            except Conflict as exc:
+                failure, delay = None, exc.retry_after     # another writer: read, recompute
+            except (ApiError, ConnectionFailed) as exc:
+                if not retryable(exc):
                     raise
-                failure, delay = (None if exc.status == 409 else exc), exc.retry_after
-                if exc.status not in (409, 429):      # 5xx: the write may have landed
+                failure, delay = exc, getattr(exc, "retry_after", None)
+                if not isinstance(exc, TooManyRequests):  # 5xx or no answer: it may have landed
                     first_verb = first_verb or verb
-            except ConnectionFailed as exc:
-                first_verb, failure = first_verb or verb, exc
             time.sleep(min(delay, 10) if delay else random.uniform(0.05, 0.3))
         if failure is not None:
             raise failure
@@ -119,10 +117,8 @@ class Kube(Transport):
             self.get(f"/apis/apps/v1/namespaces/{namespace}/daemonsets/{name}",
                      what=f"reading DaemonSet {namespace}/{name}")
             return True
-        except ApiError as exc:
-            if exc.status == 404:
-                return False
-            raise
+        except ApiNotFound:
+            return False
 
     def can_i(self, verb, resource, *, group="", subresource="", namespace=""):
         """A SelfSubjectAccessReview: True or False, or None when the server cannot say."""

@@ -2,8 +2,9 @@
 
 Owns: the urllib3 pool (TLS, proxy, timeouts), the headers of every request (credentials,
 impersonation), bounded retries of safe calls with backoff and Retry-After, the translation of
-an error answer into the matching exception, and paginated lists.  urllib3 is imported when
-the first connection is made, so ``--help`` and completion do not pay for it.
+an error answer into the ``errors.ApiError`` subclass of its status, and paginated lists.
+urllib3 is imported when the first connection is made, so ``--help`` and completion do not
+pay for it.
 """
 
 import json
@@ -12,13 +13,12 @@ import time
 from urllib.parse import urlencode, urlsplit
 
 from .. import __version__
-from ..errors import (ApiError, AuthError, ConfigError, ConflictError, ConnectionFailed,
-                      NotFound)
+from ..errors import ApiError, ConfigError, ConnectionFailed, ServerError, TooManyRequests, api_error
 from .auth import Credentials, proxy_for, ssl_context
 
 USER_AGENT = f"kubectl-gpuisolate/{__version__}"
 LIST_CHUNK = 500
-RETRYABLE = {429, 500, 502, 503, 504}
+RETRYABLE_5XX = {500, 502, 503, 504}       # not 501/505: sending again cannot help
 
 
 class Response:
@@ -31,41 +31,59 @@ class Response:
         return json.loads(self.data) if self.data else {}
 
 
-def status_error(response, what):
-    """Translates a non-2xx response into the matching error."""
+def _status_body(response):
+    """The Status object of an error answer, or {} (a proxy's HTML, "null", "[]", ...)."""
     try:
         body = response.json()
     except ValueError:
-        body = {}
-    body = body if isinstance(body, dict) else {}      # e.g. a proxy's "null" or "[]"
-    message = body.get("message") or response.data.decode("utf-8", "replace").strip()[:200] \
-        or f"HTTP {response.status}"
-    details = body.get("details") if isinstance(body.get("details"), dict) else {}
-    causes = [c for c in details.get("causes") or () if isinstance(c, dict)]
-    retry_after = None
-    header = response.headers.get("Retry-After")
-    seconds = details.get("retryAfterSeconds")
-    if header and header.isdigit():
-        retry_after = int(header)
-    elif isinstance(seconds, int) and seconds > 0:
-        retry_after = seconds
-    kwargs = dict(status=response.status, reason=body.get("reason", ""), causes=causes,
-                  retry_after=retry_after)
-    if response.status == 401:
-        err = ApiError(f"Unauthorized: the server rejected the credentials while {what}; "
-                       "refresh the credentials of this kubeconfig user", exit_code=AuthError.exit_code,
-                       **kwargs)
-    elif response.status == 403 and not any(c.get("reason") == "NamespaceTerminating" for c in causes):
-        err = ApiError(f"{message} (while {what}; grant that permission or use another context)",
-                       exit_code=AuthError.exit_code, **kwargs)
-    elif response.status == 404:
-        err = ApiError(message, exit_code=NotFound.exit_code, **kwargs)
-    elif response.status == 409:
-        err = ApiError(message, exit_code=ConflictError.exit_code, **kwargs)
-    else:
-        err = ApiError(f"{message} (HTTP {response.status} while {what})", **kwargs)
-    return err
+        return {}
+    return body if isinstance(body, dict) else {}
 
+
+def _details(body):
+    return body.get("details") if isinstance(body.get("details"), dict) else {}
+
+
+def retry_after(response):
+    """Seconds the server asks to wait: the Retry-After header (whole seconds), else the
+    Status's details.retryAfterSeconds; None when neither is a positive number."""
+    header = response.headers.get("Retry-After")
+    if header and header.isdigit():
+        return int(header) or None
+    seconds = _details(_status_body(response)).get("retryAfterSeconds")
+    if isinstance(seconds, int) and not isinstance(seconds, bool) and seconds > 0:
+        return seconds
+    return None
+
+
+def status_error(response, what):
+    """Translates a non-2xx response into the ApiError subclass of its status."""
+    body = _status_body(response)
+    status = response.status
+    message = body.get("message") or response.data.decode("utf-8", "replace").strip()[:200] \
+        or f"HTTP {status}"
+    causes = [c for c in _details(body).get("causes") or () if isinstance(c, dict)]
+    terminating = any(c.get("reason") == "NamespaceTerminating" for c in causes)
+    exit_code = None
+    if status == 401:
+        message = (f"Unauthorized: the server rejected the credentials while {what}; "
+                   "refresh the credentials of this kubeconfig user")
+    elif status == 403 and not terminating:
+        message = f"{message} (while {what}; grant that permission or use another context)"
+    elif status not in (404, 409):
+        message = f"{message} (HTTP {status} while {what})"
+        if status == 403:
+            exit_code = ApiError.exit_code   # the namespace is going away, not an RBAC refusal
+    return api_error(message, status=status, reason=body.get("reason", ""), causes=causes,
+                     retry_after=retry_after(response), exit_code=exit_code)
+
+
+def retryable(exc):
+    """Throttling, a server error or a dropped connection: worth sending again."""
+    if isinstance(exc, ConnectionFailed):
+        return True
+    return isinstance(exc, TooManyRequests) or (isinstance(exc, ServerError)
+                                                and exc.status in RETRYABLE_5XX)
 
 
 def short(exc):
@@ -76,8 +94,6 @@ def short(exc):
         if marker in text:
             return marker.lower()
     return text.split(": ")[-1][:120]
-
-
 
 
 class Transport:
@@ -205,11 +221,11 @@ class Transport:
                 if raw.status == 401 and self.selected.user.get("exec") and attempt == 0:
                     self.credentials.refresh()
                     continue
-                if last or raw.status not in RETRYABLE:
-                    raise status_error(response, what)
-                retry_after = status_error(response, what).retry_after
-                if retry_after:
-                    delay = max(delay, min(retry_after, 10))
+                error = status_error(response, what)
+                if last or not retryable(error):
+                    raise error
+                if error.retry_after:
+                    delay = max(delay, min(error.retry_after, 10))
             time.sleep(delay * (0.75 + random.random() / 2))
             delay = min(delay * 2, 5)
         raise AssertionError("unreachable")
