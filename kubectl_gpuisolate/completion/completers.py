@@ -78,9 +78,8 @@ def list_gpu_nodes(parsed_args=None, timeout=NODE_TIMEOUT):
         from ..kube import connect
 
         kube = connect(options, pool_size=1)
-        body = kube.request("GET", "/api/v1/nodes", retry=False, what="listing GPU nodes",
-                            params={"labelSelector": gpu.DEFAULT_NODE_SELECTOR, "limit": 500}).json()
-        found.update({node["metadata"]["name"]: _node_summary(node) for node in body.get("items") or ()})
+        nodes = kube.list_nodes(gpu.DEFAULT_NODE_SELECTOR, limit=500, retry=False)
+        found.update({node["metadata"]["name"]: _node_summary(node) for node in nodes})
 
     def guarded():
         try:

@@ -1,7 +1,7 @@
 """Requests to one API server: the connection pool, headers, retries and error mapping.
 
-Owns: the urllib3 pool (TLS, proxy, timeouts), the headers of every request (credentials,
-impersonation), bounded retries of safe calls with backoff and Retry-After, the translation of
+Owns: the urllib3 pool (TLS, proxy, timeouts), the headers of every request (the credentials
+of ``auth``, impersonation), bounded retries of safe calls with backoff and Retry-After, the translation of
 an error answer into the ``errors.ApiError`` subclass of its status, and paginated lists.
 urllib3 is imported when the first connection is made, so ``--help`` and completion do not
 pay for it.
@@ -14,7 +14,7 @@ from urllib.parse import urlencode, urlsplit
 
 from .. import __version__
 from ..errors import ApiError, ConfigError, ConnectionFailed, ServerError, TooManyRequests, api_error
-from .auth import Credentials, proxy_for, ssl_context
+from .auth import credentials_for, impersonation, proxy_for, ssl_context
 
 USER_AGENT = f"kubectl-gpuisolate/{__version__}"
 LIST_CHUNK = 500
@@ -97,15 +97,14 @@ def short(exc):
 
 
 class Transport:
-    """A connection to one API server, with the user's credentials."""
+    """A connection to one API server, with the credentials of the selected context."""
 
-    def __init__(self, selected, options, *, pool_size=10):
+    def __init__(self, selected, options, *, pool_size=10, credentials=None):
         self.selected = selected
         self.options = options
         self.server = selected.cluster["server"].rstrip("/")
-        self.namespace = selected.namespace
-        self.credentials = Credentials(selected.user, selected.context)
-        self._auth_provider_headers = None
+        self.credentials = credentials or credentials_for(selected)
+        self.impersonation = impersonation(options.as_user, options.as_groups, selected.user)
         self._pool = self._make_pool(pool_size)
 
     # -- connection ------------------------------------------------------------------------------
@@ -136,44 +135,10 @@ class Transport:
         headers = HTTPHeaderDict({"User-Agent": USER_AGENT, "Accept": "application/json"})
         if content_type:
             headers["Content-Type"] = content_type
-        user = self.selected.user
-        if user.get("auth-provider"):
-            headers.update(self._auth_provider())
-        elif self.selected.user_name or user:
-            headers.update(self.credentials.headers())
-        else:
-            headers.update(self._in_cluster_headers())
-        as_user = self.options.as_user or user.get("as")
-        groups = self.options.as_groups or tuple(user.get("as-groups") or ())
-        if as_user:
-            headers["Impersonate-User"] = as_user
-        for group in groups:
-            headers.add("Impersonate-Group", group)
+        headers.update(self.credentials.headers())
+        for name, value in self.impersonation:
+            headers.add(name, value)
         return headers
-
-    def _auth_provider(self):
-        """Legacy auth-provider plugins (oidc, gcp, azure): delegated to kubernetes."""
-        if self._auth_provider_headers is None:
-            from kubernetes.client import Configuration
-            from kubernetes.config.kube_config import KubeConfigLoader
-
-            sel = self.selected
-            config = {"current-context": "c",
-                      "contexts": [{"name": "c", "context": {"cluster": "c", "user": "u"}}],
-                      "clusters": [{"name": "c", "cluster": sel.cluster}],
-                      "users": [{"name": "u", "user": sel.user}]}
-            target = Configuration()
-            try:
-                KubeConfigLoader(config_dict=config, active_context="c").load_and_set(target)
-            except Exception as exc:  # the loader raises many kinds; keep one line
-                raise ConfigError(f'auth-provider of context "{sel.context}" failed: '
-                                  f"{type(exc).__name__}; refresh its login") from None
-            token = (target.api_key or {}).get("authorization")
-            self._auth_provider_headers = {"Authorization": token} if token else {}
-        return self._auth_provider_headers
-
-    def _in_cluster_headers(self):
-        return dict(getattr(self, "_in_cluster_auth", {}))
 
     # -- requests -------------------------------------------------------------------------------
     def request(self, method, path, *, params=None, body=None, content_type=None,
@@ -218,8 +183,7 @@ class Transport:
                 response = Response(raw.status, raw.headers, raw.data)
                 if 200 <= raw.status < 300:
                     return response
-                if raw.status == 401 and self.selected.user.get("exec") and attempt == 0:
-                    self.credentials.refresh()
+                if raw.status == 401 and attempt == 0 and self.credentials.refresh():
                     continue
                 error = status_error(response, what)
                 if last or not retryable(error):
