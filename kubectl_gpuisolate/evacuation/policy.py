@@ -15,7 +15,7 @@ Pure.  ``classify`` turns a failed eviction request (an ``errors.ApiError`` subc
 | ``Forbidden`` with a ``NamespaceTerminating``    | retry (the namespace deletion removes it)    |
 | any other 403, 400, 401, ...                     | fatal, with the server's message             |
 
-The wait between retries is ``kube.retry.Backoff``.
+The wait between retries is ``kube.retry.EVICTIONS``, a ``Backoff``.
 """
 
 import re

@@ -15,7 +15,7 @@ account, impersonation with several groups) is handled here so that a plain
 Layers, each using only the ones before it: ``config`` (finding and merging
 kubeconfig files, the in-cluster config), ``x509`` (certificate dates), ``auth``
 (the one Credentials interface: kubeconfig user, auth-provider, in-cluster;
-impersonation; TLS), ``retry`` (backoff),
+impersonation; TLS), ``retry`` (the one Backoff and its instances),
 ``transport`` (requests, retries, error mapping, pagination), ``api`` (``Kube``,
 which has a Transport and offers only the calls below, and ``connect``), then
 ``nodes`` (finding the GPU nodes, writing their taints) and ``gather`` (the

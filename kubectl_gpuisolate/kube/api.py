@@ -15,14 +15,17 @@ import time
 from ..errors import (ApiError, ApiNotFound, ConfigError, Conflict, ConflictError,
                       ConnectionFailed, NotFound, TooManyRequests)
 from ..flags import DryRun
+from .retry import NODE_WRITES
 from .transport import Transport, retryable
 
 
 class Kube:
-    """The API calls of the plugin, on one connection (``transport``)."""
+    """The API calls of the plugin, on one connection (``transport``).  ``sleep`` and ``rng``
+    are the clock and jitter of the node-write retries."""
 
-    def __init__(self, transport):
+    def __init__(self, transport, *, sleep=time.sleep, rng=random):
         self._transport = transport
+        self._sleep, self._rng = sleep, rng
 
     # -- nodes ---------------------------------------------------------------------------------
     def list_nodes(self, selector=None, *, limit=None, retry=True):
@@ -66,7 +69,7 @@ class Kube:
         Returns ``(node, verb)``.
         """
         first_verb, failure = None, None
-        for _ in range(attempts):
+        for attempt in range(attempts):
             node = self.get_node(name)
             new_taints, verb = compute(node.get("spec", {}).get("taints") or [])
             if new_taints is None:
@@ -79,14 +82,15 @@ class Kube:
                 # which must not pass for another writer's change.
                 return self.patch_node(node, patch, dry_run=dry_run, retry=False), verb
             except Conflict as exc:
-                failure, delay = None, exc.retry_after     # another writer: read, recompute
+                failure, wait = None, exc.retry_after      # another writer: read, recompute
             except (ApiError, ConnectionFailed) as exc:
                 if not retryable(exc):
                     raise
-                failure, delay = exc, getattr(exc, "retry_after", None)
+                failure, wait = exc, getattr(exc, "retry_after", None)
                 if not isinstance(exc, TooManyRequests):  # 5xx or no answer: it may have landed
                     first_verb = first_verb or verb
-            time.sleep(min(delay, 10) if delay else random.uniform(0.05, 0.3))
+            if attempt < attempts - 1:
+                self._sleep(NODE_WRITES.delay(attempt, self._rng, wait))
         if failure is not None:
             raise failure
         raise ConflictError(f"node {name} kept changing while writing its taints "

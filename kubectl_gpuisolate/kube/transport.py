@@ -1,10 +1,10 @@
 """Requests to one API server: the connection pool, headers, retries and error mapping.
 
 Owns: the urllib3 pool (TLS, proxy, timeouts), the headers of every request (the credentials
-of ``auth``, impersonation), bounded retries of safe calls with backoff and Retry-After, the translation of
-an error answer into the ``errors.ApiError`` subclass of its status, and paginated lists.
-urllib3 is imported when the first connection is made, so ``--help`` and completion do not
-pay for it.
+of ``auth``, impersonation), bounded retries of safe calls (``retry.REQUESTS``, honouring
+Retry-After), the translation of an error answer into the ``errors.ApiError`` subclass of its
+status, and paginated lists.  urllib3 is imported when the first connection is made, so
+``--help`` and completion do not pay for it.
 """
 
 import json
@@ -13,11 +13,14 @@ import time
 from urllib.parse import urlencode, urlsplit
 
 from .. import __version__
-from ..errors import ApiError, ConfigError, ConnectionFailed, ServerError, TooManyRequests, api_error
+from ..errors import (ApiError, ConfigError, ConnectionFailed, ServerError, TooManyRequests,
+                      api_error)
 from .auth import credentials_for, impersonation, proxy_for, ssl_context
+from .retry import REQUESTS
 
 USER_AGENT = f"kubectl-gpuisolate/{__version__}"
 LIST_CHUNK = 500
+ATTEMPTS = 5                               # of a retried request (GETs, unless told otherwise)
 RETRYABLE_5XX = {500, 502, 503, 504}       # not 501/505: sending again cannot help
 
 
@@ -29,6 +32,10 @@ class Response:
 
     def json(self):
         return json.loads(self.data) if self.data else {}
+
+
+class TlsFailed(ConnectionFailed):
+    """The server's certificate did not verify: trying again cannot help."""
 
 
 def _status_body(response):
@@ -81,7 +88,7 @@ def status_error(response, what):
 def retryable(exc):
     """Throttling, a server error or a dropped connection: worth sending again."""
     if isinstance(exc, ConnectionFailed):
-        return True
+        return not isinstance(exc, TlsFailed)
     return isinstance(exc, TooManyRequests) or (isinstance(exc, ServerError)
                                                 and exc.status in RETRYABLE_5XX)
 
@@ -97,14 +104,19 @@ def short(exc):
 
 
 class Transport:
-    """A connection to one API server, with the credentials of the selected context."""
+    """A connection to one API server, with the credentials of the selected context.
 
-    def __init__(self, selected, options, *, pool_size=10, credentials=None):
+    ``sleep`` and ``rng`` (with ``random()``) are the clock and jitter of the retries.
+    """
+
+    def __init__(self, selected, options, *, pool_size=10, credentials=None, backoff=REQUESTS,
+                 sleep=time.sleep, rng=random):
         self.selected = selected
         self.options = options
         self.server = selected.cluster["server"].rstrip("/")
         self.credentials = credentials or credentials_for(selected)
         self.impersonation = impersonation(options.as_user, options.as_groups, selected.user)
+        self.backoff, self.sleep, self.rng = backoff, sleep, rng
         self._pool = self._make_pool(pool_size)
 
     # -- connection ------------------------------------------------------------------------------
@@ -143,56 +155,64 @@ class Transport:
     # -- requests -------------------------------------------------------------------------------
     def request(self, method, path, *, params=None, body=None, content_type=None,
                 what="calling the API", retry=None, timeout=None, stream=False):
-        """Sends one request; returns the Response for 2xx, raises otherwise.
+        """Sends the request; returns the Response for 2xx (with ``stream``, the open urllib3
+        response), raises the ApiError subclass or ConnectionFailed otherwise.
 
-        ``retry`` (default: for GET) retries throttling, 5xx and dropped
-        connections a few times with backoff, honouring Retry-After.
+        ``retry`` (default: for GET) sends it again, ATTEMPTS times in all, after throttling,
+        a 5xx or a dropped connection, waiting as ``backoff`` says (Retry-After a floor).
         """
-        import urllib3
-
-        retry = (method == "GET") if retry is None else retry
         url = self.server + path + ("?" + urlencode(params, doseq=True) if params else "")
         data = json.dumps(body).encode() if body is not None else None
-        attempts = 5 if retry else 1
-        delay = 0.2
+        retry = (method == "GET") if retry is None else retry
+
+        def send():
+            return self._send_once(method, url, data, content_type=content_type,
+                                   timeout=timeout, stream=stream, what=what)
+
+        attempts = ATTEMPTS if retry else 1
         for attempt in range(attempts):
-            last = attempt == attempts - 1
             try:
-                raw = self._pool.request(method, url, body=data,
-                                         headers=self._headers(content_type if data else None),
-                                         timeout=timeout or self._timeout,
-                                         preload_content=not stream, redirect=False)
-            except urllib3.exceptions.SSLError as exc:
-                raise ConnectionFailed(f"TLS verification of {self.server} failed ({short(exc)}); "
-                                       "check certificate-authority in the kubeconfig") from None
-            except urllib3.exceptions.NewConnectionError as exc:
-                # Checked first: urllib3 2 makes it a subclass of the timeout errors.
-                if last:
-                    raise self._unreachable(exc, what) from None
-            except (urllib3.exceptions.TimeoutError, urllib3.exceptions.ReadTimeoutError):
-                if last:
-                    raise ConnectionFailed(
-                        f"the API server {self.server} did not answer in time while {what}; "
-                        "raise --request-timeout or check the server") from None
-            except urllib3.exceptions.HTTPError as exc:
-                if last:
-                    raise self._unreachable(exc, what) from None
-            else:
-                if stream and 200 <= raw.status < 300:
-                    return raw
-                response = Response(raw.status, raw.headers, raw.data)
-                if 200 <= raw.status < 300:
-                    return response
-                if raw.status == 401 and attempt == 0 and self.credentials.refresh():
-                    continue
-                error = status_error(response, what)
-                if last or not retryable(error):
-                    raise error
-                if error.retry_after:
-                    delay = max(delay, min(error.retry_after, 10))
-            time.sleep(delay * (0.75 + random.random() / 2))
-            delay = min(delay * 2, 5)
+                return self._answer(send, what)
+            except (ApiError, ConnectionFailed) as exc:
+                if attempt == attempts - 1 or not retryable(exc):
+                    raise
+                self.sleep(self.backoff.delay(attempt, self.rng, getattr(exc, "retry_after", None)))
         raise AssertionError("unreachable")
+
+    def _answer(self, send, what):
+        """A 2xx answer, or its status error; after a 401 the credentials are refreshed
+        (an exec plugin's token may have expired) and the request sent once more."""
+        response = send()
+        if response.status == 401 and self.credentials.refresh():
+            response = send()
+        if 200 <= response.status < 300:
+            return response
+        raise status_error(response, what)
+
+    def _send_once(self, method, url, data, *, content_type, timeout, stream, what):
+        """One round trip: a Response (or, streaming a 2xx, the open urllib3 response).
+        Raises ConnectionFailed when no answer came, ConfigError when credentials fail."""
+        import urllib3
+
+        headers = self._headers(content_type if data else None)
+        try:
+            raw = self._pool.request(method, url, body=data, headers=headers,
+                                     timeout=timeout or self._timeout,
+                                     preload_content=not stream, redirect=False)
+        except urllib3.exceptions.SSLError as exc:
+            raise TlsFailed(f"TLS verification of {self.server} failed ({short(exc)}); "
+                            "check certificate-authority in the kubeconfig") from None
+        except urllib3.exceptions.NewConnectionError as exc:
+            # Checked first: urllib3 2 makes it a subclass of the timeout errors.
+            raise self._unreachable(exc, what) from None
+        except (urllib3.exceptions.TimeoutError, urllib3.exceptions.ReadTimeoutError):
+            raise ConnectionFailed(f"the API server {self.server} did not answer in time while "
+                                   f"{what}; raise --request-timeout or check the server") from None
+        except urllib3.exceptions.HTTPError as exc:
+            raise self._unreachable(exc, what) from None
+        if stream and 200 <= raw.status < 300:
+            return raw
+        return Response(raw.status, raw.headers, raw.data)
 
     def _unreachable(self, exc, what):
         return ConnectionFailed(f"cannot reach the API server {self.server} while {what} "

@@ -9,6 +9,7 @@ from kubectl_gpuisolate import errors
 from kubectl_gpuisolate.errors import (EXIT_API, EXIT_AUTH, EXIT_CONFLICT, EXIT_NOT_FOUND,
                                        ApiError, ApiNotFound, Conflict, ConflictError, Forbidden,
                                        Gone, NotFound, ServerError, TooManyRequests, Unauthorized)
+from kubectl_gpuisolate.kube import transport
 from kubectl_gpuisolate.kube.transport import Response, retry_after, status_error
 
 
@@ -93,3 +94,18 @@ def test_retry_after_of_a_body_that_is_no_status():
     assert retry_after(Response(503, {}, b"<html>busy</html>")) is None
     assert retry_after(Response(503, {}, b"null")) is None
     assert retry_after(Response(503, {"Retry-After": "2"}, b"[]")) == 2
+
+
+@pytest.mark.parametrize("exc, expected", [
+    (errors.api_error("x", status=429), True),
+    (errors.api_error("x", status=500), True),
+    (errors.api_error("x", status=503), True),
+    (errors.api_error("x", status=501), False),
+    (errors.api_error("x", status=409), False),
+    (errors.api_error("x", status=403), False),
+    (errors.api_error("x", status=404), False),
+    (errors.ConnectionFailed("reset"), True),
+    (transport.TlsFailed("bad certificate"), False),
+], ids=["429", "500", "503", "501", "409", "403", "404", "connection", "tls"])
+def test_retryable(exc, expected):
+    assert transport.retryable(exc) is expected
