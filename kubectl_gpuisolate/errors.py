@@ -59,7 +59,8 @@ class ConflictError(GpuIsolateError):
 
 
 class ApiError(GpuIsolateError):
-    """An API response the caller did not expect.  ``status`` is the HTTP code."""
+    """An API response the caller did not expect.  ``status`` is the HTTP code; the subclasses
+    below name the statuses callers act on, so they catch by type (``api_error`` picks it)."""
 
     exit_code = EXIT_API
 
@@ -70,6 +71,62 @@ class ApiError(GpuIsolateError):
         self.reason = reason
         self.causes = tuple(causes)
         self.retry_after = retry_after
+
+    def has_cause(self, reason):
+        """True when one of the Status's ``details.causes`` has this reason."""
+        return any(cause.get("reason") == reason for cause in self.causes)
+
+
+class Unauthorized(ApiError):
+    """401: the server rejected the credentials."""
+
+    exit_code = EXIT_AUTH
+
+
+class Forbidden(ApiError):
+    """403: RBAC said no (or, with a NamespaceTerminating cause, the namespace is going away)."""
+
+    exit_code = EXIT_AUTH
+
+
+class ApiNotFound(ApiError, NotFound):
+    """404: also a ``NotFound``, so ``except NotFound`` catches it."""
+
+    exit_code = EXIT_NOT_FOUND
+
+
+class Conflict(ApiError, ConflictError):
+    """409: a precondition (resourceVersion, UID) failed or the object exists."""
+
+    exit_code = EXIT_CONFLICT
+
+
+class Gone(ApiError):
+    """410: the resourceVersion of a watch or list is too old."""
+
+
+class TooManyRequests(ApiError):
+    """429: throttling, or an eviction a PodDisruptionBudget refuses."""
+
+
+class ServerError(ApiError):
+    """5xx: the server (or a proxy in front of it) failed; the request may have been applied."""
+
+
+_BY_STATUS = {401: Unauthorized, 403: Forbidden, 404: ApiNotFound, 409: Conflict, 410: Gone,
+              429: TooManyRequests}
+
+
+def api_error_class(status):
+    """The ApiError subclass of an HTTP status (ApiError itself for the others: 400, 422, ...)."""
+    if 500 <= status <= 599:
+        return ServerError
+    return _BY_STATUS.get(status, ApiError)
+
+
+def api_error(message, *, status, **kwargs):
+    """An ApiError of the class ``status`` calls for (see ``ApiError.__init__`` for kwargs)."""
+    return api_error_class(status)(message, status=status, **kwargs)
 
 
 class Interrupted(GpuIsolateError):

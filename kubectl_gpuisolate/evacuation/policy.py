@@ -1,18 +1,19 @@
 """How the eviction engine handles one Eviction response, and how long it waits before retrying.
 
-Pure.  ``classify`` turns a failed eviction request (an ``ApiError`` or a
-``ConnectionFailed``) into a ``Verdict``:
+Pure.  ``classify`` turns a failed eviction request (an ``errors.ApiError`` subclass or a
+``ConnectionFailed``) into a ``Verdict``, by the error's type:
 
-| response                                   | verdict                                      |
-|--------------------------------------------|----------------------------------------------|
-| 429 with a ``DisruptionBudget`` cause      | pdb: retry, say "PDB ns/x: needs N, has M"   |
-| 429 without it (API throttling)            | retry                                        |
-| 500 "more than one PodDisruptionBudget"    | fatal for the pod, naming its PDBs           |
-| other 5xx (500, 502, 503, 504), network    | retry                                        |
-| 404                                        | done: the pod is gone                        |
-| 409 (the UID precondition)                 | conflict: read the pod; a new UID means done |
-| 403 with a ``NamespaceTerminating`` cause  | retry (the namespace deletion removes it)    |
-| any other 403, 400, 401, ...               | fatal, with the server's message             |
+| response                                         | verdict                                      |
+|--------------------------------------------------|----------------------------------------------|
+| ``ConnectionFailed`` (network)                   | retry                                        |
+| ``ApiNotFound`` (404)                            | done: the pod is gone                        |
+| ``Conflict`` (409, the UID precondition)         | conflict: read the pod; a new UID means done |
+| ``TooManyRequests`` with a ``DisruptionBudget``  | pdb: retry, say "PDB ns/x: needs N, has M"   |
+| ``TooManyRequests`` without it (throttling)      | retry                                        |
+| ``ServerError`` 500 "more than one PodDisr..."   | fatal for the pod, naming its PDBs           |
+| any other ``ServerError`` (5xx)                  | retry                                        |
+| ``Forbidden`` with a ``NamespaceTerminating``    | retry (the namespace deletion removes it)    |
+| any other 403, 400, 401, ...                     | fatal, with the server's message             |
 
 After a conflict the engine reads the pod; ``after_conflict`` judges what it read:
 
@@ -24,7 +25,7 @@ After a conflict the engine reads the pod; ``after_conflict`` judges what it rea
 | the same UID, terminating                  | terminating: wait for it                     |
 | the same UID, not terminating              | retry                                        |
 
-The wait between retries is ``kube.retry.Backoff``.
+The wait between retries is ``kube.retry.EVICTIONS``, a ``Backoff``.
 """
 
 import enum
@@ -32,7 +33,7 @@ import re
 from dataclasses import dataclass
 from typing import Optional
 
-from ..errors import ConnectionFailed
+from ..errors import ApiNotFound, Conflict, ConnectionFailed, Forbidden, ServerError, TooManyRequests
 
 
 class Kind(enum.Enum):
@@ -77,24 +78,23 @@ def classify(exc, target):
     """How to handle one failed eviction request (the table above)."""
     if isinstance(exc, ConnectionFailed):
         return Verdict(V_RETRY, "the API server did not answer (network error)")
-    status = exc.status
-    if status == 404:
+    if isinstance(exc, ApiNotFound):
         return Verdict(V_DONE, "already gone")
-    if status == 409:
+    if isinstance(exc, Conflict):
         return Verdict(V_CONFLICT, "conflict (HTTP 409)")
-    if status == 429:
+    if isinstance(exc, TooManyRequests):
         causes = [c for c in exc.causes if c.get("reason") == "DisruptionBudget"]
         if causes:
             return Verdict(V_PDB, pdb_note(target.namespace, causes[0].get("message", "")),
                            exc.retry_after)
         return Verdict(V_RETRY, "throttled by the API server (HTTP 429)", exc.retry_after)
-    if status == 500 and MULTI_PDB_TEXT in str(exc):
-        names = ", ".join(target.pdbs) or "names not known when the run started"
-        return Verdict(V_FATAL, f"matched by several PodDisruptionBudgets ({names}), which the "
-                                "eviction API refuses; fix the PDBs")
-    if status >= 500:
-        return Verdict(V_RETRY, f"HTTP {status} from the API server", exc.retry_after)
-    if status == 403 and any(c.get("reason") == "NamespaceTerminating" for c in exc.causes):
+    if isinstance(exc, ServerError):
+        if exc.status == 500 and MULTI_PDB_TEXT in str(exc):
+            names = ", ".join(target.pdbs) or "names not known when the run started"
+            return Verdict(V_FATAL, f"matched by several PodDisruptionBudgets ({names}), which "
+                                    "the eviction API refuses; fix the PDBs")
+        return Verdict(V_RETRY, f"HTTP {exc.status} from the API server", exc.retry_after)
+    if isinstance(exc, Forbidden) and exc.has_cause("NamespaceTerminating"):
         return Verdict(V_RETRY, f"namespace {target.namespace} is terminating")
     return Verdict(V_FATAL, str(exc))
 
@@ -107,7 +107,7 @@ def after_conflict(target, pod_or_error):
     if isinstance(pod_or_error, ConnectionFailed):
         return Verdict(V_RETRY, "conflict, then a network error reading the pod")
     if not isinstance(pod_or_error, dict):
-        if pod_or_error.status == 404:
+        if isinstance(pod_or_error, ApiNotFound):
             return Verdict(V_DONE, "gone (not found after a conflict)")
         return Verdict(V_RETRY, f"conflict, then HTTP {pod_or_error.status} reading the pod")
     meta = pod_or_error.get("metadata") or {}

@@ -4,7 +4,7 @@ list's resourceVersion; when watching does not work here, polling the list inste
 The Kube-like object needs ``list_pods_on_node_with_version`` and ``watch_pods_on_node``.
 """
 
-from ..errors import ApiError, ConnectionFailed
+from ..errors import ApiError, ConnectionFailed, Gone
 
 
 class GoneWatcher:
@@ -61,9 +61,9 @@ class GoneWatcher:
                     return True
                 if self.over():
                     return True
+        except Gone:                # the version is too old (410): list again
+            return True
         except ApiError as exc:
-            if exc.status == 410:
-                return True
             self._say(f"node/{name}: cannot watch pods (HTTP {exc.status}); "
                       f"polling every {self._poll:g}s instead")
             return False

@@ -3,7 +3,8 @@
 Owns: resourceVersion-guarded node taint writes, pod lists by node (from the watch cache when
 an earlier consistent read allows it), evictions with a UID precondition, watches of a node's
 pods, access reviews, and loading the kubeconfig (or the in-cluster config) into a connection.
-Every write takes the one dry-run value (``flags.DryRun``).
+Every write takes the one dry-run value (``flags.DryRun``).  ``Kube`` has a Transport and
+offers only these calls (``kube.KubeApi``): nothing above it sends raw requests.
 """
 
 import json
@@ -11,13 +12,20 @@ import os
 import random
 import time
 
-from ..errors import ApiError, ConfigError, ConflictError, ConnectionFailed, NotFound
+from ..errors import (ApiError, ApiNotFound, ConfigError, Conflict, ConflictError,
+                      ConnectionFailed, NotFound, TooManyRequests)
 from ..flags import DryRun
-from .transport import RETRYABLE, Transport
+from .retry import NODE_WRITES
+from .transport import Transport, retryable
 
 
-class Kube(Transport):
-    """The API calls of the plugin, on one connection."""
+class Kube:
+    """The API calls of the plugin, on one connection (``transport``).  ``sleep`` and ``rng``
+    are the clock and jitter of the node-write retries."""
+
+    def __init__(self, transport, *, sleep=time.sleep, rng=random):
+        self._transport = transport
+        self._sleep, self._rng = sleep, rng
 
     # -- nodes ---------------------------------------------------------------------------------
     def list_nodes(self, selector=None, *, limit=None, retry=True):
@@ -25,24 +33,22 @@ class Kube(Transport):
         which must answer within its budget or not at all."""
         params = {"labelSelector": selector} if selector else {}
         if limit:
-            body = self.request("GET", "/api/v1/nodes", params=dict(params, limit=limit),
-                                retry=retry, what="listing nodes").json()
+            body = self._transport.request("GET", "/api/v1/nodes", params=dict(params, limit=limit),
+                                           retry=retry, what="listing nodes").json()
             return body.get("items") or []
-        return self.list_all("/api/v1/nodes", params, what="listing nodes")[0]
+        return self._transport.list_all("/api/v1/nodes", params, what="listing nodes")[0]
 
     def list_nodes_with_version(self, selector=None):
         """(nodes, resourceVersion of the list): a consistent read, as kubectl's."""
         params = {"labelSelector": selector} if selector else {}
-        return self.list_all("/api/v1/nodes", params, what="listing nodes")
+        return self._transport.list_all("/api/v1/nodes", params, what="listing nodes")
 
     def get_node(self, name):
         try:
-            return self.get(f"/api/v1/nodes/{name}", what=f"reading node {name}")
-        except ApiError as exc:
-            if exc.status == 404:
-                raise NotFound(f'node "{name}" not found; check the name with '
-                               "'kubectl get nodes'") from None
-            raise
+            return self._transport.get(f"/api/v1/nodes/{name}", what=f"reading node {name}")
+        except ApiNotFound:
+            raise NotFound(f'node "{name}" not found; check the name with '
+                           "'kubectl get nodes'") from None
 
     def patch_node(self, node, patch, *, dry_run, retry=True):
         """A JSON merge patch; a resourceVersion in the patch makes it conditional."""
@@ -50,9 +56,9 @@ class Kube(Transport):
         if dry_run is DryRun.CLIENT:
             return merge_patch(node, patch)
         params = {"dryRun": "All"} if dry_run is DryRun.SERVER else None
-        return self.request("PATCH", f"/api/v1/nodes/{name}", params=params, body=patch,
-                            content_type="application/merge-patch+json", retry=retry,
-                            what=f"patching node {name}").json()
+        return self._transport.request("PATCH", f"/api/v1/nodes/{name}", params=params, body=patch,
+                                       content_type="application/merge-patch+json", retry=retry,
+                                       what=f"patching node {name}").json()
 
     def update_node_taints(self, name, compute, *, dry_run, attempts=8):
         """Re-reads the node and writes ``compute(taints)`` guarded by resourceVersion.
@@ -63,7 +69,7 @@ class Kube(Transport):
         Returns ``(node, verb)``.
         """
         first_verb, failure = None, None
-        for _ in range(attempts):
+        for attempt in range(attempts):
             node = self.get_node(name)
             new_taints, verb = compute(node.get("spec", {}).get("taints") or [])
             if new_taints is None:
@@ -71,20 +77,20 @@ class Kube(Transport):
                 return node, first_verb or verb
             patch = {"metadata": {"resourceVersion": node["metadata"]["resourceVersion"]},
                      "spec": {"taints": new_taints or None}}
-            delay = None
             try:
                 # Not retried inside request(): a retry of a write that landed unseen gets 409,
                 # which must not pass for another writer's change.
                 return self.patch_node(node, patch, dry_run=dry_run, retry=False), verb
-            except ApiError as exc:
-                if exc.status != 409 and exc.status not in RETRYABLE:
+            except Conflict as exc:
+                failure, wait = None, exc.retry_after      # another writer: read, recompute
+            except (ApiError, ConnectionFailed) as exc:
+                if not retryable(exc):
                     raise
-                failure, delay = (None if exc.status == 409 else exc), exc.retry_after
-                if exc.status not in (409, 429):      # 5xx: the write may have landed
+                failure, wait = exc, getattr(exc, "retry_after", None)
+                if not isinstance(exc, TooManyRequests):  # 5xx or no answer: it may have landed
                     first_verb = first_verb or verb
-            except ConnectionFailed as exc:
-                first_verb, failure = first_verb or verb, exc
-            time.sleep(min(delay, 10) if delay else random.uniform(0.05, 0.3))
+            if attempt < attempts - 1:
+                self._sleep(NODE_WRITES.delay(attempt, self._rng, wait))
         if failure is not None:
             raise failure
         raise ConflictError(f"node {name} kept changing while writing its taints "
@@ -103,26 +109,25 @@ class Kube(Transport):
         params = {"fieldSelector": f"spec.nodeName={node_name}"}
         if not_older_than:
             params.update(resourceVersion=not_older_than, resourceVersionMatch="NotOlderThan")
-        return self.list_all("/api/v1/pods", params, what=f"listing pods on node {node_name}")
+        return self._transport.list_all("/api/v1/pods", params,
+                                        what=f"listing pods on node {node_name}")
 
     def get_pod(self, namespace, name):
-        return self.get(f"/api/v1/namespaces/{namespace}/pods/{name}",
-                        what=f"reading pod {namespace}/{name}")
+        return self._transport.get(f"/api/v1/namespaces/{namespace}/pods/{name}",
+                                   what=f"reading pod {namespace}/{name}")
 
     def list_pdbs(self):
-        items, _ = self.list_all("/apis/policy/v1/poddisruptionbudgets",
-                                 what="listing PodDisruptionBudgets")
+        items, _ = self._transport.list_all("/apis/policy/v1/poddisruptionbudgets",
+                                            what="listing PodDisruptionBudgets")
         return items
 
     def daemonset_exists(self, namespace, name):
         try:
-            self.get(f"/apis/apps/v1/namespaces/{namespace}/daemonsets/{name}",
-                     what=f"reading DaemonSet {namespace}/{name}")
+            self._transport.get(f"/apis/apps/v1/namespaces/{namespace}/daemonsets/{name}",
+                                what=f"reading DaemonSet {namespace}/{name}")
             return True
-        except ApiError as exc:
-            if exc.status == 404:
-                return False
-            raise
+        except ApiNotFound:
+            return False
 
     def can_i(self, verb, resource, *, group="", subresource="", namespace=""):
         """A SelfSubjectAccessReview: True or False, or None when the server cannot say."""
@@ -131,9 +136,9 @@ class Kube(Transport):
         body = {"apiVersion": "authorization.k8s.io/v1", "kind": "SelfSubjectAccessReview",
                 "spec": {"resourceAttributes": attributes}}
         try:
-            review = self.request("POST", "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews",
-                                  body=body, content_type="application/json", retry=True,
-                                  what="checking permissions").json()
+            review = self._transport.request(
+                "POST", "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews", body=body,
+                content_type="application/json", retry=True, what="checking permissions").json()
         except (ApiError, ConnectionFailed):
             return None
         return bool((review.get("status") or {}).get("allowed"))
@@ -152,9 +157,9 @@ class Kube(Transport):
         body = {"apiVersion": "policy/v1", "kind": "Eviction",
                 "metadata": {"name": name, "namespace": namespace},
                 "deleteOptions": delete_options}
-        self.request("POST", f"/api/v1/namespaces/{namespace}/pods/{name}/eviction", params=params,
-                     body=body, content_type="application/json", retry=False,
-                     what=f"evicting pod {namespace}/{name}")
+        self._transport.request("POST", f"/api/v1/namespaces/{namespace}/pods/{name}/eviction",
+                                params=params, body=body, content_type="application/json",
+                                retry=False, what=f"evicting pod {namespace}/{name}")
 
     def watch_pods_on_node(self, node_name, resource_version, timeout_seconds):
         """Yields (type, pod) events for pods bound to the node until the server ends the watch."""
@@ -162,9 +167,9 @@ class Kube(Transport):
                   "resourceVersion": resource_version, "timeoutSeconds": int(timeout_seconds),
                   "allowWatchBookmarks": "true"}
         import urllib3
-        raw = self.request("GET", "/api/v1/pods", params=params, stream=True, retry=False,
-                           what=f"watching pods on node {node_name}",
-                           timeout=urllib3.Timeout(connect=30, read=timeout_seconds + 10))
+        raw = self._transport.request("GET", "/api/v1/pods", params=params, stream=True,
+                                      retry=False, what=f"watching pods on node {node_name}",
+                                      timeout=urllib3.Timeout(connect=30, read=timeout_seconds + 10))
         finished = False
         try:
             buffer = b""
@@ -184,7 +189,6 @@ class Kube(Transport):
             raw.release_conn()
 
 
-
 def merge_patch(target, patch):
     """RFC 7386 JSON merge patch, for client-side dry runs."""
     if not isinstance(patch, dict):
@@ -199,43 +203,17 @@ def merge_patch(target, patch):
 
 
 def connect(options, *, pool_size=10):
-    """Loads the kubeconfig (or the in-cluster config) and returns a Kube."""
+    """Loads the kubeconfig (or, in a pod without one, the in-cluster config) and returns a Kube."""
     from . import config as kubeconfig
 
     paths = kubeconfig.find_paths(options.kubeconfig)
-    if not paths:
-        if os.environ.get("KUBERNETES_SERVICE_HOST"):
-            return _connect_in_cluster(options, pool_size)
+    if paths:
+        selected = kubeconfig.select(kubeconfig.merge(paths), context=options.context,
+                                     cluster=options.cluster, user=options.user,
+                                     namespace=options.namespace)
+    elif os.environ.get("KUBERNETES_SERVICE_HOST"):
+        selected = kubeconfig.in_cluster(options.namespace)
+    else:
         raise ConfigError("no kubeconfig found: set KUBECONFIG, pass --kubeconfig, "
                           "or create ~/.kube/config")
-    merged = kubeconfig.merge(paths)
-    selected = kubeconfig.select(merged, context=options.context, cluster=options.cluster,
-                                 user=options.user, namespace=options.namespace)
-    return Kube(selected, options, pool_size=pool_size)
-
-
-def _connect_in_cluster(options, pool_size):
-    """The pod's service account, loaded by the kubernetes package."""
-    from kubernetes.client import Configuration
-    from kubernetes.config.config_exception import ConfigException
-    from kubernetes.config.incluster_config import load_incluster_config
-
-    from .config import Merged, Selected
-
-    config = Configuration()
-    try:
-        load_incluster_config(client_configuration=config)
-    except ConfigException as exc:
-        raise ConfigError(f"in-cluster configuration failed: {exc}") from None
-    namespace_file = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
-    namespace = options.namespace
-    if not namespace and os.path.isfile(namespace_file):
-        with open(namespace_file, encoding="utf-8") as handle:
-            namespace = handle.read().strip()
-    selected = Selected(context="in-cluster", cluster_name="in-cluster", user_name="",
-                        cluster={"server": config.host, "certificate-authority": config.ssl_ca_cert},
-                        user={}, namespace=namespace or "default", merged=Merged(paths=[]))
-    kube = Kube(selected, options, pool_size=pool_size)
-    token = (config.api_key or {}).get("authorization")
-    kube._in_cluster_auth = {"Authorization": token} if token else {}
-    return kube
+    return Kube(Transport(selected, options, pool_size=pool_size))

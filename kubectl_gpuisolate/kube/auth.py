@@ -1,8 +1,12 @@
-"""Credentials of the selected kubeconfig user and the TLS context of its cluster.
+"""Who the requests are sent as: credentials, impersonation, the TLS context and the proxy.
 
-Owns: tokens (inline, tokenFile, exec plugins with their expiry), basic auth, client
-certificates (inline, files, from exec plugins, with an early check of their dates), the
-cluster's certificate authority and the proxy to reach it.  Nothing here sends a request.
+Owns the one ``Credentials`` interface (``headers()``, ``client_cert()``, ``refresh()``) and its
+three kinds: ``KubeconfigUser`` (tokens inline, in a tokenFile or from an exec plugin with its
+expiry; basic auth; client certificates inline, in files or from exec plugins, with an early
+check of their dates), ``AuthProvider`` (legacy auth-provider plugins, delegated to the
+``kubernetes`` package, imported only for them) and ``InCluster`` (the pod's service-account
+token, re-read as it rotates).  Also impersonation headers, the cluster's certificate
+authority and the proxy to reach it.  Nothing here sends a request.
 """
 
 import base64
@@ -17,9 +21,46 @@ import time
 from urllib.parse import urlsplit
 
 from ..errors import ConfigError
+from . import config
+
+TOKEN_MAX_AGE = 60.0        # seconds; projected service-account tokens rotate (kubelet: hourly)
 
 
 class Credentials:
+    """What every request carries to say who sends it (the interface; no credentials)."""
+
+    context_name = ""
+
+    def headers(self):
+        """The Authorization header (or none), read again when it may have changed."""
+        return {}
+
+    def client_cert(self):
+        """(cert_pem_or_path, key_pem_or_path, is_data) or None."""
+        return None
+
+    def refresh(self):
+        """After a 401: forget what may have expired.  True when a new try may succeed."""
+        return False
+
+
+def credentials_for(selected):
+    """The Credentials of the selected context (``config.Selected``)."""
+    if selected.in_cluster:
+        return InCluster()
+    if selected.user.get("auth-provider"):
+        return AuthProvider(selected)
+    return KubeconfigUser(selected.user, selected.context)
+
+
+def impersonation(as_user, as_groups, user):
+    """(header, value) pairs: --as/--as-group, else the kubeconfig user's as/as-groups."""
+    name = as_user or user.get("as")
+    groups = tuple(as_groups or ()) or tuple(user.get("as-groups") or ())
+    return ([("Impersonate-User", name)] if name else []) + [("Impersonate-Group", g) for g in groups]
+
+
+class KubeconfigUser(Credentials):
     """Authorization headers and client certificates of one kubeconfig user."""
 
     def __init__(self, user, context_name):
@@ -32,6 +73,7 @@ class Credentials:
         """Forgets exec credentials so the next request runs the plugin again."""
         with self._lock:
             self._exec_cache = None
+        return bool(self.user.get("exec"))
 
     def _run_exec(self):
         conf = self.user["exec"]
@@ -108,6 +150,79 @@ class Credentials:
                                       f'"{self.context_name}" not found; fix the kubeconfig')
             return user["client-certificate"], user["client-key"], False
         return None
+
+
+class AuthProvider(KubeconfigUser):
+    """A legacy auth-provider plugin (oidc, gcp, azure), run by the ``kubernetes`` package's
+    kubeconfig loader once; client certificates still come from the user entry."""
+
+    def __init__(self, selected):
+        super().__init__(selected.user, selected.context)
+        self._cluster = selected.cluster
+        self._headers = None
+
+    def headers(self):
+        with self._lock:
+            if self._headers is None:
+                token = self._load()
+                self._headers = {"Authorization": token} if token else {}
+            return dict(self._headers)
+
+    def refresh(self):
+        return False            # the loader refreshed the token when it ran; a 401 needs a new login
+
+    def _load(self):
+        from kubernetes.client import Configuration
+        from kubernetes.config.kube_config import KubeConfigLoader
+
+        kubeconfig = {"current-context": "c",
+                      "contexts": [{"name": "c", "context": {"cluster": "c", "user": "u"}}],
+                      "clusters": [{"name": "c", "cluster": self._cluster}],
+                      "users": [{"name": "u", "user": self.user}]}
+        target = Configuration()
+        try:
+            KubeConfigLoader(config_dict=kubeconfig, active_context="c").load_and_set(target)
+        except Exception as exc:  # the loader raises many kinds; keep one line
+            raise ConfigError(f'auth-provider of context "{self.context_name}" failed: '
+                              f"{type(exc).__name__}; refresh its login") from None
+        return (target.api_key or {}).get("authorization")
+
+
+class InCluster(Credentials):
+    """The pod's service-account token, read again once it is TOKEN_MAX_AGE old (or after a
+    401), because projected tokens are rotated in place."""
+
+    context_name = "in-cluster"
+
+    def __init__(self, directory=None, *, clock=time.monotonic):
+        self.path = os.path.join(directory or config.SERVICE_ACCOUNT_DIR, "token")
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._token, self._read_at = self._read(), clock()
+
+    def _read(self):
+        try:
+            with open(self.path, encoding="utf-8") as handle:
+                token = handle.read().strip()
+        except OSError as exc:
+            raise ConfigError(f"in-cluster configuration failed: cannot read the service-account "
+                              f"token {self.path} ({exc.strerror}); mount the pod's token") from None
+        if not token:
+            raise ConfigError(f"in-cluster configuration failed: the service-account token "
+                              f"{self.path} is empty")
+        return token
+
+    def headers(self):
+        with self._lock:
+            now = self._clock()
+            if self._read_at is None or now - self._read_at >= TOKEN_MAX_AGE:
+                self._token, self._read_at = self._read(), now
+            return {"Authorization": f"Bearer {self._token}"}
+
+    def refresh(self):
+        with self._lock:
+            self._read_at = None
+        return True
 
 
 def b64(value, field):

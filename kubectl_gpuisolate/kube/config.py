@@ -1,7 +1,8 @@
-"""Kubeconfig files: finding, parsing and merging them as kubectl does.
+"""Kubeconfig files: finding, parsing and merging them as kubectl does; or, in a pod, the
+in-cluster configuration (``in_cluster``).
 
-Reads files and YAML only; never talks to a cluster and never imports
-``kubernetes`` (completion uses it to list contexts cheaply).
+Reads files, YAML and environment variables only; never talks to a cluster and never imports
+``kubernetes`` or urllib3 (completion uses it to list contexts cheaply).
 
 kubectl's rules: ``--kubeconfig`` names one file that must exist; otherwise
 ``$KUBECONFIG`` lists files (missing ones are skipped) that are merged so that
@@ -14,6 +15,10 @@ from dataclasses import dataclass, field
 from typing import List
 
 from ..errors import ConfigError
+
+# The pod's service-account files (token, ca.crt, namespace).  A module constant, not a
+# setting: only tests point it elsewhere.
+SERVICE_ACCOUNT_DIR = "/var/run/secrets/kubernetes.io/serviceaccount"
 
 _PATH_FIELDS = {
     "clusters": ("certificate-authority",),
@@ -32,7 +37,8 @@ class Merged:
 
 @dataclass
 class Selected:
-    """The effective context after flags are applied."""
+    """The effective context after flags are applied (``in_cluster``: the pod's service
+    account, no kubeconfig)."""
 
     context: str
     cluster_name: str
@@ -40,7 +46,7 @@ class Selected:
     cluster: dict
     user: dict
     namespace: str
-    merged: Merged
+    in_cluster: bool = False
 
 
 def find_paths(explicit=None, environ=None):
@@ -148,7 +154,33 @@ def select(merged, *, context=None, cluster=None, user=None, namespace=None):
         raise ConfigError(f'cluster "{cluster_name}" in kubeconfig {where} has no server')
     return Selected(context=name or "", cluster_name=cluster_name, user_name=user_name,
                     cluster=cluster_conf, user=merged.users.get(user_name, {}),
-                    namespace=namespace or ctx.get("namespace") or "default", merged=merged)
+                    namespace=namespace or ctx.get("namespace") or "default")
+
+
+def in_cluster(namespace=None, environ=None):
+    """The Selected of the pod's service account, as client-go's InClusterConfig: the server
+    from KUBERNETES_SERVICE_HOST/PORT, the CA and namespace from SERVICE_ACCOUNT_DIR (the token
+    is the credentials' business: ``auth.InCluster``)."""
+    environ = os.environ if environ is None else environ
+    host, port = environ.get("KUBERNETES_SERVICE_HOST"), environ.get("KUBERNETES_SERVICE_PORT")
+    if not host or not port:
+        raise ConfigError("in-cluster configuration failed: KUBERNETES_SERVICE_HOST and "
+                          "KUBERNETES_SERVICE_PORT must both be set")
+    if ":" in host and not host.startswith("["):
+        host = f"[{host}]"                  # an IPv6 address
+    ca = os.path.join(SERVICE_ACCOUNT_DIR, "ca.crt")
+    if not os.path.isfile(ca) or not os.path.getsize(ca):
+        raise ConfigError(f"in-cluster configuration failed: the service-account CA {ca} is "
+                          "missing or empty; mount the pod's service-account token")
+    if not namespace:
+        try:
+            with open(os.path.join(SERVICE_ACCOUNT_DIR, "namespace"), encoding="utf-8") as handle:
+                namespace = handle.read().strip()
+        except OSError:
+            pass                            # optional, as in client-go
+    return Selected(context="in-cluster", cluster_name="in-cluster", user_name="",
+                    cluster={"server": f"https://{host}:{port}", "certificate-authority": ca},
+                    user={}, namespace=namespace or "default", in_cluster=True)
 
 
 def context_names(explicit=None):

@@ -1,9 +1,10 @@
 """Requests to one API server: the connection pool, headers, retries and error mapping.
 
-Owns: the urllib3 pool (TLS, proxy, timeouts), the headers of every request (credentials,
-impersonation), bounded retries of safe calls with backoff and Retry-After, the translation of
-an error answer into the matching exception, and paginated lists.  urllib3 is imported when
-the first connection is made, so ``--help`` and completion do not pay for it.
+Owns: the urllib3 pool (TLS, proxy, timeouts), the headers of every request (the credentials
+of ``auth``, impersonation), bounded retries of safe calls (``retry.REQUESTS``, honouring
+Retry-After), the translation of an error answer into the ``errors.ApiError`` subclass of its
+status, and paginated lists.  urllib3 is imported when the first connection is made, so
+``--help`` and completion do not pay for it.
 """
 
 import json
@@ -12,13 +13,15 @@ import time
 from urllib.parse import urlencode, urlsplit
 
 from .. import __version__
-from ..errors import (ApiError, AuthError, ConfigError, ConflictError, ConnectionFailed,
-                      NotFound)
-from .auth import Credentials, proxy_for, ssl_context
+from ..errors import (ApiError, ConfigError, ConnectionFailed, ServerError, TooManyRequests,
+                      api_error)
+from .auth import credentials_for, impersonation, proxy_for, ssl_context
+from .retry import REQUESTS
 
 USER_AGENT = f"kubectl-gpuisolate/{__version__}"
 LIST_CHUNK = 500
-RETRYABLE = {429, 500, 502, 503, 504}
+ATTEMPTS = 5                               # of a retried request (GETs, unless told otherwise)
+RETRYABLE_5XX = {500, 502, 503, 504}       # not 501/505: sending again cannot help
 
 
 class Response:
@@ -31,41 +34,63 @@ class Response:
         return json.loads(self.data) if self.data else {}
 
 
-def status_error(response, what):
-    """Translates a non-2xx response into the matching error."""
+class TlsFailed(ConnectionFailed):
+    """The server's certificate did not verify: trying again cannot help."""
+
+
+def _status_body(response):
+    """The Status object of an error answer, or {} (a proxy's HTML, "null", "[]", ...)."""
     try:
         body = response.json()
     except ValueError:
-        body = {}
-    body = body if isinstance(body, dict) else {}      # e.g. a proxy's "null" or "[]"
-    message = body.get("message") or response.data.decode("utf-8", "replace").strip()[:200] \
-        or f"HTTP {response.status}"
-    details = body.get("details") if isinstance(body.get("details"), dict) else {}
-    causes = [c for c in details.get("causes") or () if isinstance(c, dict)]
-    retry_after = None
-    header = response.headers.get("Retry-After")
-    seconds = details.get("retryAfterSeconds")
-    if header and header.isdigit():
-        retry_after = int(header)
-    elif isinstance(seconds, int) and seconds > 0:
-        retry_after = seconds
-    kwargs = dict(status=response.status, reason=body.get("reason", ""), causes=causes,
-                  retry_after=retry_after)
-    if response.status == 401:
-        err = ApiError(f"Unauthorized: the server rejected the credentials while {what}; "
-                       "refresh the credentials of this kubeconfig user", exit_code=AuthError.exit_code,
-                       **kwargs)
-    elif response.status == 403 and not any(c.get("reason") == "NamespaceTerminating" for c in causes):
-        err = ApiError(f"{message} (while {what}; grant that permission or use another context)",
-                       exit_code=AuthError.exit_code, **kwargs)
-    elif response.status == 404:
-        err = ApiError(message, exit_code=NotFound.exit_code, **kwargs)
-    elif response.status == 409:
-        err = ApiError(message, exit_code=ConflictError.exit_code, **kwargs)
-    else:
-        err = ApiError(f"{message} (HTTP {response.status} while {what})", **kwargs)
-    return err
+        return {}
+    return body if isinstance(body, dict) else {}
 
+
+def _details(body):
+    return body.get("details") if isinstance(body.get("details"), dict) else {}
+
+
+def retry_after(response):
+    """Seconds the server asks to wait: the Retry-After header (whole seconds), else the
+    Status's details.retryAfterSeconds; None when neither is a positive number."""
+    header = response.headers.get("Retry-After")
+    if header and header.isdigit():
+        return int(header) or None
+    seconds = _details(_status_body(response)).get("retryAfterSeconds")
+    if isinstance(seconds, int) and not isinstance(seconds, bool) and seconds > 0:
+        return seconds
+    return None
+
+
+def status_error(response, what):
+    """Translates a non-2xx response into the ApiError subclass of its status."""
+    body = _status_body(response)
+    status = response.status
+    message = body.get("message") or response.data.decode("utf-8", "replace").strip()[:200] \
+        or f"HTTP {status}"
+    causes = [c for c in _details(body).get("causes") or () if isinstance(c, dict)]
+    terminating = any(c.get("reason") == "NamespaceTerminating" for c in causes)
+    exit_code = None
+    if status == 401:
+        message = (f"Unauthorized: the server rejected the credentials while {what}; "
+                   "refresh the credentials of this kubeconfig user")
+    elif status == 403 and not terminating:
+        message = f"{message} (while {what}; grant that permission or use another context)"
+    elif status not in (404, 409):
+        message = f"{message} (HTTP {status} while {what})"
+        if status == 403:
+            exit_code = ApiError.exit_code   # the namespace is going away, not an RBAC refusal
+    return api_error(message, status=status, reason=body.get("reason", ""), causes=causes,
+                     retry_after=retry_after(response), exit_code=exit_code)
+
+
+def retryable(exc):
+    """Throttling, a server error or a dropped connection: worth sending again."""
+    if isinstance(exc, ConnectionFailed):
+        return not isinstance(exc, TlsFailed)
+    return isinstance(exc, TooManyRequests) or (isinstance(exc, ServerError)
+                                                and exc.status in RETRYABLE_5XX)
 
 
 def short(exc):
@@ -78,18 +103,20 @@ def short(exc):
     return text.split(": ")[-1][:120]
 
 
-
-
 class Transport:
-    """A connection to one API server, with the user's credentials."""
+    """A connection to one API server, with the credentials of the selected context.
 
-    def __init__(self, selected, options, *, pool_size=10):
+    ``sleep`` and ``rng`` (with ``random()``) are the clock and jitter of the retries.
+    """
+
+    def __init__(self, selected, options, *, pool_size=10, credentials=None, backoff=REQUESTS,
+                 sleep=time.sleep, rng=random):
         self.selected = selected
         self.options = options
         self.server = selected.cluster["server"].rstrip("/")
-        self.namespace = selected.namespace
-        self.credentials = Credentials(selected.user, selected.context)
-        self._auth_provider_headers = None
+        self.credentials = credentials or credentials_for(selected)
+        self.impersonation = impersonation(options.as_user, options.as_groups, selected.user)
+        self.backoff, self.sleep, self.rng = backoff, sleep, rng
         self._pool = self._make_pool(pool_size)
 
     # -- connection ------------------------------------------------------------------------------
@@ -120,99 +147,72 @@ class Transport:
         headers = HTTPHeaderDict({"User-Agent": USER_AGENT, "Accept": "application/json"})
         if content_type:
             headers["Content-Type"] = content_type
-        user = self.selected.user
-        if user.get("auth-provider"):
-            headers.update(self._auth_provider())
-        elif self.selected.user_name or user:
-            headers.update(self.credentials.headers())
-        else:
-            headers.update(self._in_cluster_headers())
-        as_user = self.options.as_user or user.get("as")
-        groups = self.options.as_groups or tuple(user.get("as-groups") or ())
-        if as_user:
-            headers["Impersonate-User"] = as_user
-        for group in groups:
-            headers.add("Impersonate-Group", group)
+        headers.update(self.credentials.headers())
+        for name, value in self.impersonation:
+            headers.add(name, value)
         return headers
-
-    def _auth_provider(self):
-        """Legacy auth-provider plugins (oidc, gcp, azure): delegated to kubernetes."""
-        if self._auth_provider_headers is None:
-            from kubernetes.client import Configuration
-            from kubernetes.config.kube_config import KubeConfigLoader
-
-            sel = self.selected
-            config = {"current-context": "c",
-                      "contexts": [{"name": "c", "context": {"cluster": "c", "user": "u"}}],
-                      "clusters": [{"name": "c", "cluster": sel.cluster}],
-                      "users": [{"name": "u", "user": sel.user}]}
-            target = Configuration()
-            try:
-                KubeConfigLoader(config_dict=config, active_context="c").load_and_set(target)
-            except Exception as exc:  # the loader raises many kinds; keep one line
-                raise ConfigError(f'auth-provider of context "{sel.context}" failed: '
-                                  f"{type(exc).__name__}; refresh its login") from None
-            token = (target.api_key or {}).get("authorization")
-            self._auth_provider_headers = {"Authorization": token} if token else {}
-        return self._auth_provider_headers
-
-    def _in_cluster_headers(self):
-        return dict(getattr(self, "_in_cluster_auth", {}))
 
     # -- requests -------------------------------------------------------------------------------
     def request(self, method, path, *, params=None, body=None, content_type=None,
                 what="calling the API", retry=None, timeout=None, stream=False):
-        """Sends one request; returns the Response for 2xx, raises otherwise.
+        """Sends the request; returns the Response for 2xx (with ``stream``, the open urllib3
+        response), raises the ApiError subclass or ConnectionFailed otherwise.
 
-        ``retry`` (default: for GET) retries throttling, 5xx and dropped
-        connections a few times with backoff, honouring Retry-After.
+        ``retry`` (default: for GET) sends it again, ATTEMPTS times in all, after throttling,
+        a 5xx or a dropped connection, waiting as ``backoff`` says (Retry-After a floor).
         """
-        import urllib3
-
-        retry = (method == "GET") if retry is None else retry
         url = self.server + path + ("?" + urlencode(params, doseq=True) if params else "")
         data = json.dumps(body).encode() if body is not None else None
-        attempts = 5 if retry else 1
-        delay = 0.2
+        retry = (method == "GET") if retry is None else retry
+
+        def send():
+            return self._send_once(method, url, data, content_type=content_type,
+                                   timeout=timeout, stream=stream, what=what)
+
+        attempts = ATTEMPTS if retry else 1
         for attempt in range(attempts):
-            last = attempt == attempts - 1
             try:
-                raw = self._pool.request(method, url, body=data,
-                                         headers=self._headers(content_type if data else None),
-                                         timeout=timeout or self._timeout,
-                                         preload_content=not stream, redirect=False)
-            except urllib3.exceptions.SSLError as exc:
-                raise ConnectionFailed(f"TLS verification of {self.server} failed ({short(exc)}); "
-                                       "check certificate-authority in the kubeconfig") from None
-            except urllib3.exceptions.NewConnectionError as exc:
-                # Checked first: urllib3 2 makes it a subclass of the timeout errors.
-                if last:
-                    raise self._unreachable(exc, what) from None
-            except (urllib3.exceptions.TimeoutError, urllib3.exceptions.ReadTimeoutError):
-                if last:
-                    raise ConnectionFailed(
-                        f"the API server {self.server} did not answer in time while {what}; "
-                        "raise --request-timeout or check the server") from None
-            except urllib3.exceptions.HTTPError as exc:
-                if last:
-                    raise self._unreachable(exc, what) from None
-            else:
-                if stream and 200 <= raw.status < 300:
-                    return raw
-                response = Response(raw.status, raw.headers, raw.data)
-                if 200 <= raw.status < 300:
-                    return response
-                if raw.status == 401 and self.selected.user.get("exec") and attempt == 0:
-                    self.credentials.refresh()
-                    continue
-                if last or raw.status not in RETRYABLE:
-                    raise status_error(response, what)
-                retry_after = status_error(response, what).retry_after
-                if retry_after:
-                    delay = max(delay, min(retry_after, 10))
-            time.sleep(delay * (0.75 + random.random() / 2))
-            delay = min(delay * 2, 5)
+                return self._answer(send, what)
+            except (ApiError, ConnectionFailed) as exc:
+                if attempt == attempts - 1 or not retryable(exc):
+                    raise
+                self.sleep(self.backoff.delay(attempt, self.rng, getattr(exc, "retry_after", None)))
         raise AssertionError("unreachable")
+
+    def _answer(self, send, what):
+        """A 2xx answer, or its status error; after a 401 the credentials are refreshed
+        (an exec plugin's token may have expired) and the request sent once more."""
+        response = send()
+        if response.status == 401 and self.credentials.refresh():
+            response = send()
+        if 200 <= response.status < 300:
+            return response
+        raise status_error(response, what)
+
+    def _send_once(self, method, url, data, *, content_type, timeout, stream, what):
+        """One round trip: a Response (or, streaming a 2xx, the open urllib3 response).
+        Raises ConnectionFailed when no answer came, ConfigError when credentials fail."""
+        import urllib3
+
+        headers = self._headers(content_type if data else None)
+        try:
+            raw = self._pool.request(method, url, body=data, headers=headers,
+                                     timeout=timeout or self._timeout,
+                                     preload_content=not stream, redirect=False)
+        except urllib3.exceptions.SSLError as exc:
+            raise TlsFailed(f"TLS verification of {self.server} failed ({short(exc)}); "
+                            "check certificate-authority in the kubeconfig") from None
+        except urllib3.exceptions.NewConnectionError as exc:
+            # Checked first: urllib3 2 makes it a subclass of the timeout errors.
+            raise self._unreachable(exc, what) from None
+        except (urllib3.exceptions.TimeoutError, urllib3.exceptions.ReadTimeoutError):
+            raise ConnectionFailed(f"the API server {self.server} did not answer in time while "
+                                   f"{what}; raise --request-timeout or check the server") from None
+        except urllib3.exceptions.HTTPError as exc:
+            raise self._unreachable(exc, what) from None
+        if stream and 200 <= raw.status < 300:
+            return raw
+        return Response(raw.status, raw.headers, raw.data)
 
     def _unreachable(self, exc, what):
         return ConnectionFailed(f"cannot reach the API server {self.server} while {what} "

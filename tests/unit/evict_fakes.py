@@ -5,7 +5,7 @@ import json
 import threading
 import time
 
-from kubectl_gpuisolate.errors import ApiError
+from kubectl_gpuisolate.errors import api_error
 from kubectl_gpuisolate.flags import DryRun
 
 NODE = "gpu-1"
@@ -13,33 +13,33 @@ OK = "ok"
 
 
 def pdb_429(name="web", needs=2, has=1, retry_after=None):
-    return ApiError("Cannot evict pod as it would violate the pod's disruption budget.", status=429,
-                    reason="TooManyRequests", retry_after=retry_after,
-                    causes=[{"reason": "DisruptionBudget",
-                             "message": f"The disruption budget {name} needs {needs} healthy pods "
+    return api_error("Cannot evict pod as it would violate the pod's disruption budget.", status=429,
+                     reason="TooManyRequests", retry_after=retry_after,
+                     causes=[{"reason": "DisruptionBudget",
+                              "message": f"The disruption budget {name} needs {needs} healthy pods "
                                         f"and has {has} currently"}])
 
 
 def throttled(retry_after=None):
-    return ApiError("Too many requests", status=429, reason="TooManyRequests",
-                    retry_after=retry_after)
+    return api_error("Too many requests", status=429, reason="TooManyRequests",
+                     retry_after=retry_after)
 
 
-MULTI_PDB = ApiError("This pod has more than one PodDisruptionBudget, which the eviction "
-                     "subresource does not support. (HTTP 500 while evicting pod default/a)",
-                     status=500)
-NOT_FOUND = ApiError('pods "a" not found', status=404, reason="NotFound")
-CONFLICT = ApiError("Precondition failed: UID in precondition", status=409, reason="Conflict")
-NS_TERMINATING = ApiError("unable to create new content in namespace default because it is being "
-                          "terminated", status=403, reason="Forbidden",
-                          causes=[{"reason": "NamespaceTerminating", "message": "..."}])
-RBAC_403 = ApiError('pods "a" is forbidden: User "bob" cannot create resource "pods/eviction" in '
-                    'API group "" in the namespace "default" (while evicting pod default/a; grant '
-                    "that permission or use another context)", status=403, reason="Forbidden")
+MULTI_PDB = api_error("This pod has more than one PodDisruptionBudget, which the eviction "
+                      "subresource does not support. (HTTP 500 while evicting pod default/a)",
+                      status=500)
+NOT_FOUND = api_error('pods "a" not found', status=404, reason="NotFound")
+CONFLICT = api_error("Precondition failed: UID in precondition", status=409, reason="Conflict")
+NS_TERMINATING = api_error("unable to create new content in namespace default because it is being "
+                           "terminated", status=403, reason="Forbidden",
+                           causes=[{"reason": "NamespaceTerminating", "message": "..."}])
+RBAC_403 = api_error('pods "a" is forbidden: User "bob" cannot create resource "pods/eviction" in '
+                     'API group "" in the namespace "default" (while evicting pod default/a; grant '
+                     "that permission or use another context)", status=403, reason="Forbidden")
 
 
 def server_error(status):
-    return ApiError(f"HTTP {status}", status=status)
+    return api_error(f"HTTP {status}", status=status)
 
 
 class FakeClock:
@@ -131,7 +131,7 @@ class FakeNode:
             if name in self.replacements:
                 return self.replacements[name]
             if name not in self.pods:
-                raise ApiError(f'pods "{name}" not found', status=404)
+                raise api_error(f'pods "{name}" not found', status=404)
             return self.pods[name]
 
     def list_pods_on_node_with_version(self, node_name, not_older_than=None):
@@ -261,7 +261,7 @@ class FakeCluster:
         for p in self.pods:
             if (p["metadata"]["namespace"], p["metadata"]["name"]) == (namespace, name):
                 return p
-        raise ApiError("not found", status=404)
+        raise api_error("not found", status=404)
 
     def evict(self, namespace, name, uid, *, grace_period, dry_run):
         with self.lock:

@@ -8,7 +8,7 @@ whose ``sleep`` only advances time: nothing here really sleeps."""
 import random
 import threading
 
-from kubectl_gpuisolate.errors import ApiError, ConnectionFailed
+from kubectl_gpuisolate.errors import ApiError, api_error, ConnectionFailed
 from kubectl_gpuisolate.kube.retry import Backoff
 from kubectl_gpuisolate.evacuation.engine import Evictor
 from kubectl_gpuisolate.evacuation.plan import Target, lanes
@@ -192,7 +192,7 @@ def test_watch_errors_fall_back_to_polling():
 
 
 def test_expired_watch_lists_again():
-    fake = FakeNode(["a"], linger=1, watch_error=ApiError("too old", status=410))
+    fake = FakeNode(["a"], linger=1, watch_error=api_error("too old", status=410))
     outcomes, said, _ = run_node(fake, [target("a")])
     assert outcomes["a"].state == GONE
     assert not any("polling" in s for s in said)

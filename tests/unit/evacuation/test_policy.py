@@ -1,17 +1,19 @@
 """evacuation/policy.py and kube/retry.py: the response table (each Eviction answer and what
-it means), the judgement of the pod read after a 409, and capped exponential backoff with
-jitter, Retry-After as a floor."""
+it means, by the error's type), the judgement of the pod read after a 409, and capped
+exponential backoff with jitter, Retry-After as a floor."""
 
+import json
 import random
 
 import pytest
 
 from kubectl_gpuisolate.evacuation import policy as ev
-from kubectl_gpuisolate.errors import ApiError, ConnectionFailed
+from kubectl_gpuisolate.errors import ApiError, ConnectionFailed, api_error
 from kubectl_gpuisolate.evacuation.engine import ON_VERDICT
 from kubectl_gpuisolate.evacuation.policy import Kind, after_conflict, classify
 from kubectl_gpuisolate.kube.retry import Backoff
 from kubectl_gpuisolate.evacuation.plan import Target
+from kubectl_gpuisolate.kube.transport import Response, status_error
 
 from ..evict_fakes import (CONFLICT, MULTI_PDB, NOT_FOUND, NS_TERMINATING, RBAC_403, pdb_429,
                           server_error, throttled)
@@ -24,7 +26,7 @@ def target(name, pdbs=()):
 # -- the response table -------------------------------------------------------------------------
 @pytest.mark.parametrize("exc, kind, note_part", [
     (pdb_429(), ev.V_PDB, "PDB default/web: needs 2 healthy, has 1"),
-    (ApiError("x", status=429, retry_after=10, causes=[{
+    (api_error("x", status=429, retry_after=10, causes=[{
         "reason": "DisruptionBudget",
         "message": "The disruption budget web is still being processed by the server."}]),
      ev.V_PDB, "PDB default/web: still being processed"),
@@ -38,7 +40,7 @@ def target(name, pdbs=()):
     (CONFLICT, ev.V_CONFLICT, "409"),
     (NS_TERMINATING, ev.V_RETRY, "namespace default is terminating"),
     (RBAC_403, ev.V_FATAL, 'cannot create resource "pods/eviction"'),
-    (ApiError("bad request", status=400), ev.V_FATAL, "bad request"),
+    (api_error("bad request", status=400), ev.V_FATAL, "bad request"),
     (ConnectionFailed("cannot reach the API server"), ev.V_RETRY, "network error"),
 ])
 def test_classify(exc, kind, note_part):
@@ -69,8 +71,8 @@ def read_pod(uid="uid-a", terminating=False):
 
 
 @pytest.mark.parametrize("pod_or_error, kind, note", [
-    (ApiError('pods "a" not found', status=404), Kind.DONE, "gone (not found after a conflict)"),
-    (ApiError("forbidden", status=403), Kind.RETRY, "conflict, then HTTP 403 reading the pod"),
+    (api_error('pods "a" not found', status=404), Kind.DONE, "gone (not found after a conflict)"),
+    (api_error("forbidden", status=403), Kind.RETRY, "conflict, then HTTP 403 reading the pod"),
     (server_error(503), Kind.RETRY, "conflict, then HTTP 503 reading the pod"),
     (ConnectionFailed("reset"), Kind.RETRY, "conflict, then a network error reading the pod"),
     (read_pod(uid="uid-new"), Kind.DONE, "gone (replaced by a new pod with the same name)"),
@@ -115,3 +117,36 @@ def test_retry_after_is_a_floor_not_a_cap():
     backoff = Backoff(initial=1, factor=2, cap=16)
     assert backoff.delay(0, FixedRandom(0.5), retry_after=10) == 10
     assert backoff.delay(5, FixedRandom(1.0), retry_after=2) == 16
+
+
+# -- the table read by type, from answers as the transport maps them ------------------------------
+def wire(status, message="m", **details):
+    body = {"kind": "Status", "message": message, "code": status, "details": details}
+    return status_error(Response(status, {}, json.dumps(body).encode()), "evicting pod default/a")
+
+
+@pytest.mark.parametrize("exc, kind", [
+    (wire(404), ev.V_DONE),
+    (wire(409), ev.V_CONFLICT),
+    (wire(429, causes=[{"reason": "DisruptionBudget", "message": "The disruption budget web "
+                                                                  "needs 2 healthy pods and has 1"}]),
+     ev.V_PDB),
+    (wire(429), ev.V_RETRY),
+    (wire(500, "This pod has more than one PodDisruptionBudget, which the eviction subresource "
+               "does not support."), ev.V_FATAL),
+    (wire(501), ev.V_RETRY),
+    (wire(503), ev.V_RETRY),
+    (wire(403, causes=[{"reason": "NamespaceTerminating"}]), ev.V_RETRY),
+    (wire(403), ev.V_FATAL),
+    (wire(401), ev.V_FATAL),
+    (wire(410), ev.V_FATAL),
+    (wire(422), ev.V_FATAL),
+], ids=["404", "409", "429-pdb", "429", "500-multi-pdb", "501", "503", "403-terminating", "403",
+        "401", "410", "422"])
+def test_classify_answers_from_the_wire(exc, kind):
+    assert classify(exc, target("a", pdbs=("one", "two"))).kind == kind
+
+
+def test_classify_goes_by_type_not_by_a_status_number():
+    """A bare ApiError that merely carries 404 is not the 404 class: the type decides."""
+    assert classify(ApiError("odd", status=404), target("a")).kind == ev.V_FATAL

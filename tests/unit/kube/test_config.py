@@ -194,7 +194,6 @@ def test_select(merged, kwargs, context, cluster, user, server, namespace):
     assert selected.cluster["server"] == server
     assert selected.namespace == namespace
     assert selected.user == merged.users.get(user, {})
-    assert selected.merged is merged
 
 
 @pytest.mark.parametrize("kwargs, fragments", [
