@@ -5,12 +5,15 @@ options and returns a ``NodePlan`` per node: one ``PodDecision`` per pod with a
 reason code and a sentence.  ``status`` shows these verdicts and ``evacuate``
 acts on them, so what ``status`` says would move is exactly what moves.
 
-The decision chain mirrors kubectl drain's filter chain (first match wins),
-with one extra rule at its heart: a pod that tolerates the GPU taint stays.
+The decision chain mirrors kubectl drain's filter chain: ``RULES`` is an
+ordered tuple of small functions ``(pod, ctx) -> PodDecision or None``, the
+first that decides wins, and a pod no rule keeps goes to ``gated_or_move``.
+Its one extra rule at the heart: a pod that tolerates the GPU taint stays.
+A new rule is one function in ``RULES`` and one row in docs/design.md's table.
 """
 
 from dataclasses import dataclass, field
-from typing import List, Optional, Tuple
+from typing import FrozenSet, List, Optional, Tuple
 
 from . import gpu, selectors
 from .taints import Taint, effective_gpu_taints, gpu_taints_on, tolerates_all
@@ -151,53 +154,97 @@ def pdbs_for_pod(pod, pdbs):
             and selectors.matches((p.get("spec") or {}).get("selector"), labels)]
 
 
-def decide(pod, gpu_taints, pdbs, options, missing_daemonsets=frozenset()):
-    """One pod's decision.  ``gpu_taints`` are the taints the pod must tolerate."""
-    meta, status = pod.get("metadata") or {}, pod.get("status") or {}
-    owner_ref = controller_of(pod)
-    owner = f"{owner_ref.get('kind')}/{owner_ref.get('name')}" if owner_ref else ""
-    base = dict(namespace=meta.get("namespace", ""), name=meta.get("name", ""),
-                uid=meta.get("uid", ""), owner=owner)
-    taint_text = ", ".join(str(Taint.from_api(t)) for t in gpu_taints)
-    tolerated = tolerates_all((pod.get("spec") or {}).get("tolerations"), gpu_taints)
+@dataclass(frozen=True)
+class RuleContext:
+    """What every rule may read about one pod, computed once by ``decide``."""
+    gpu_taints: Tuple[dict, ...]       # the taints the pod must tolerate
+    pdbs: Tuple[dict, ...]             # the PDBs of the pod's namespace
+    options: PlanOptions
+    missing_daemonsets: FrozenSet[Tuple[str, str]]
+    owner_ref: Optional[dict]          # the controller reference, None for a bare pod
+    namespace: str
+    name: str
+    uid: str
+    taint_text: str                    # the GPU taints as people write them
+    tolerated: bool                    # tolerates every one of gpu_taints
 
-    if meta.get("deletionTimestamp"):
-        return PodDecision(action=WAIT, reason="terminating",
-                           message="already terminating; waiting for it, not evicting again", **base)
+    def decision(self, action, reason, message, **extra):
+        owner = f"{self.owner_ref.get('kind')}/{self.owner_ref.get('name')}" if self.owner_ref else ""
+        return PodDecision(namespace=self.namespace, name=self.name, uid=self.uid, owner=owner,
+                           action=action, reason=reason, message=message, **extra)
+
+
+def rule_context(pod, gpu_taints, pdbs, options, missing_daemonsets=frozenset()):
+    meta = pod.get("metadata") or {}
+    gpu_taints = tuple(gpu_taints)
+    return RuleContext(
+        gpu_taints=gpu_taints, pdbs=tuple(pdbs), options=options,
+        missing_daemonsets=frozenset(missing_daemonsets), owner_ref=controller_of(pod),
+        namespace=meta.get("namespace", ""), name=meta.get("name", ""), uid=meta.get("uid", ""),
+        taint_text=", ".join(str(Taint.from_api(t)) for t in gpu_taints),
+        tolerated=tolerates_all((pod.get("spec") or {}).get("tolerations"), gpu_taints))
+
+
+# -- the rules, in order (docs/design.md "The planner's decisions" lists them; a test checks) --------
+def terminating(pod, ctx):
+    if (pod.get("metadata") or {}).get("deletionTimestamp"):
+        return ctx.decision(WAIT, "terminating", "already terminating; waiting for it, not evicting again")
+    return None
+
+
+def mirror(pod, ctx):
     if is_mirror_pod(pod):
-        return PodDecision(action=STAY, reason="mirror",
-                           message="mirror (static) pod, managed by the kubelet", **base)
-    if is_daemonset_pod(pod):
-        if (base["namespace"], owner_ref.get("name")) in missing_daemonsets:
-            return PodDecision(action=STAY, reason="daemonset-orphan",
-                               message="DaemonSet pod whose DaemonSet is gone; never evicted",
-                               warning=f"pod {base['namespace']}/{base['name']} belongs to a deleted "
-                                       "DaemonSet; delete it by hand if it is unwanted", **base)
-        return PodDecision(action=STAY, reason="daemonset",
-                           message="DaemonSet pod; it belongs on every node", **base)
-    if status.get("phase") in ("Succeeded", "Failed"):
-        return PodDecision(action=STAY, reason="finished",
-                           message=f"finished ({status['phase']}); holds no resources, kept for its logs",
-                           **base)
+        return ctx.decision(STAY, "mirror", "mirror (static) pod, managed by the kubelet")
+    return None
+
+
+def daemonset(pod, ctx):
+    if not is_daemonset_pod(pod):
+        return None
+    if (ctx.namespace, ctx.owner_ref.get("name")) in ctx.missing_daemonsets:
+        return ctx.decision(STAY, "daemonset-orphan", "DaemonSet pod whose DaemonSet is gone; never evicted",
+                            warning=f"pod {ctx.namespace}/{ctx.name} belongs to a deleted DaemonSet; "
+                                    "delete it by hand if it is unwanted")
+    return ctx.decision(STAY, "daemonset", "DaemonSet pod; it belongs on every node")
+
+
+def finished(pod, ctx):
+    phase = (pod.get("status") or {}).get("phase")
+    if phase in ("Succeeded", "Failed"):
+        return ctx.decision(STAY, "finished", f"finished ({phase}); holds no resources, kept for its logs")
+    return None
+
+
+def gpu_consumer(pod, ctx):
     gpu_resources = gpu.pod_gpu_resources(pod)
     claims = gpu.pod_resource_claims(pod)
-    if gpu_resources or claims:
-        what = ", ".join(gpu_resources) if gpu_resources else "resource claims " + ", ".join(claims)
-        warning = "" if tolerated else (
-            f"GPU pod {base['namespace']}/{base['name']} uses {what} but does not tolerate "
-            f"{taint_text}; after a restart it could not be scheduled on this node")
-        return PodDecision(action=STAY, reason="gpu-request" if gpu_resources else "resource-claim",
-                           message=f"uses {what}", warning=warning, **base)
-    if tolerated:
-        return PodDecision(action=STAY, reason="tolerates",
-                           message=f"tolerates {taint_text}", **base)
+    if not (gpu_resources or claims):
+        return None
+    what = ", ".join(gpu_resources) if gpu_resources else "resource claims " + ", ".join(claims)
+    warning = "" if ctx.tolerated else (
+        f"GPU pod {ctx.namespace}/{ctx.name} uses {what} but does not tolerate "
+        f"{ctx.taint_text}; after a restart it could not be scheduled on this node")
+    return ctx.decision(STAY, "gpu-request" if gpu_resources else "resource-claim", f"uses {what}",
+                        warning=warning)
 
-    matching = tuple(pdb_state(p) for p in pdbs_for_pod(pod, pdbs))
+
+def tolerated(pod, ctx):
+    if ctx.tolerated:
+        return ctx.decision(STAY, "tolerates", f"tolerates {ctx.taint_text}")
+    return None
+
+
+RULES = (terminating, mirror, daemonset, finished, gpu_consumer, tolerated)
+
+
+def gated_or_move(pod, ctx):
+    """The pod would move: blocked if a gate stops it, else moved (with the PDBs that cover it)."""
+    matching = tuple(pdb_state(p) for p in pdbs_for_pod(pod, ctx.pdbs))
     gates, flags = [], []
-    if has_emptydir(pod) and not options.delete_emptydir_data:
+    if has_emptydir(pod) and not ctx.options.delete_emptydir_data:
         gates.append("has emptyDir data")
         flags.append(FLAG_EMPTYDIR)
-    if not owner_ref and not options.force:
+    if not ctx.owner_ref and not ctx.options.force:
         gates.append("declares no controller and would not be recreated")
         flags.append(FLAG_FORCE)
     if len(matching) > 1:
@@ -206,11 +253,22 @@ def decide(pod, gpu_taints, pdbs, options, missing_daemonsets=frozenset()):
                      "which the eviction API refuses; fix the PDBs")
     if gates:
         hint = f" (use {' and '.join(flags)})" if flags else ""
-        return PodDecision(action=BLOCKED, reason="gated",
-                           message=f"does not tolerate {taint_text}, but " + "; ".join(gates) + hint,
-                           flags=tuple(flags), pdbs=matching, **base)
-    return PodDecision(action=MOVE, reason="not-tolerated",
-                       message=f"does not tolerate {taint_text}", pdbs=matching, **base)
+        return ctx.decision(BLOCKED, "gated",
+                            f"does not tolerate {ctx.taint_text}, but " + "; ".join(gates) + hint,
+                            flags=tuple(flags), pdbs=matching)
+    return ctx.decision(MOVE, "not-tolerated", f"does not tolerate {ctx.taint_text}", pdbs=matching)
+
+
+def decide(pod, gpu_taints, pdbs, options, missing_daemonsets=frozenset()):
+    """One pod's decision: the first rule that decides, else gated_or_move.
+
+    ``gpu_taints`` are the taints the pod must tolerate; ``pdbs`` those of its namespace."""
+    ctx = rule_context(pod, gpu_taints, pdbs, options, missing_daemonsets)
+    for rule in RULES:
+        found = rule(pod, ctx)
+        if found is not None:
+            return found
+    return gated_or_move(pod, ctx)
 
 
 def plan_node(node, pods, pdbs, options, missing_daemonsets=frozenset()):

@@ -121,3 +121,9 @@ def test_pod_gpu_resources_null_sections():
 ], ids=["none", "one", "two"])
 def test_pod_resource_claims(claims, expected):
     assert gpu.pod_resource_claims(pod(claims=claims)) == expected
+
+
+def test_pod_resource_claims_without_a_name():
+    the_pod = {"metadata": {"name": "p"},
+               "spec": {"resourceClaims": [{"resourceClaimName": "x"}, {"name": "b"}]}}
+    assert gpu.pod_resource_claims(the_pod) == ["", "b"]

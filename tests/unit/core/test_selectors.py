@@ -153,3 +153,32 @@ POD_LABELS = {"app": "nai-db", "tier": "db"}
         "labels-and-expr-fail", "labels-and-exprs-match"])
 def test_matches_label_selector(selector, labels, expected):
     assert matches(selector, labels) is expected
+
+
+# -- edges found by mutation testing (docs/testing.md) ----------------------------------------------
+# A label value starts and ends with a letter or digit, so a negative number is no value at all.
+@pytest.mark.parametrize("text, expected", [
+    ("a<0", [("a", "Lt", ["0"])]),
+    ("a>007", [("a", "Gt", ["007"])]),
+], ids=["lt-zero", "gt-leading-zeros"])
+def test_parse_integer_comparisons(text, expected):
+    assert parse(text) == expected
+
+
+@pytest.mark.parametrize("text", ["a>x", "a<1x", "a>X1", "a>1.5", "a<"],
+                         ids=["letter", "trailing-letter", "leading-letter", "decimal", "empty"])
+def test_parse_comparison_needs_an_integer(text):
+    with pytest.raises(UsageError) as info:
+        parse(text)
+    assert str(info.value).endswith("needs an integer")
+
+
+@pytest.mark.parametrize("text, labels, expected", [
+    ("count<4", {"count": "4"}, False),
+    ("count>4", {"count": "4"}, False),
+    ("count<4", {"count": "3"}, True),
+    ("count>0", {"count": "-1"}, False),
+    ("count<0", {"count": "-1"}, True),
+], ids=["lt-equal", "gt-equal", "lt-below", "gt-negative-label", "lt-negative-label"])
+def test_matches_comparison_is_strict(text, labels, expected):
+    assert matches_string(parse(text), labels) is expected

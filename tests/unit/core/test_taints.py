@@ -327,3 +327,37 @@ GPU_TAINTS_CASES = [
 def test_gpu_taints(node_taints, on, effective):
     assert gpu_taints_on(node_taints, MANAGED) == on
     assert effective_gpu_taints(node_taints, MANAGED) == effective
+
+
+# -- edges found by mutation testing (docs/testing.md) ----------------------------------------------
+PREFIX_253 = ".".join(["a" * 63, "b" * 63, "c" * 63, "d" * 61])
+
+
+@pytest.mark.parametrize("spec, valid", [
+    (f"{PREFIX_253}/gpu:NoSchedule", True),
+    (f"{PREFIX_253}e/gpu:NoSchedule", False),
+], ids=["253-char-prefix", "254-char-subdomain-prefix"])
+def test_prefix_length_limit_is_253(spec, valid):
+    if valid:
+        assert parse_taint(spec).key == spec.split(":")[0]
+    else:
+        with pytest.raises(UsageError) as info:
+            parse_taint(spec)
+        assert "lower-case DNS subdomain" in str(info.value)
+
+
+@pytest.mark.parametrize("api, taint", [
+    ({}, Taint("", "", "")),
+    ({"effect": "NoSchedule"}, Taint("", "", "NoSchedule")),
+    ({"key": "k"}, Taint("k", "", "")),
+], ids=["empty", "effect-only", "key-only"])
+def test_taint_from_api_missing_fields_are_empty(api, taint):
+    assert Taint.from_api(api) == taint
+    assert all(isinstance(part, str) for part in Taint.from_api(api))
+
+
+def test_add_taint_overwrite_to_no_value_keeps_time_added():
+    existing = [dict(GPU_TAINT, timeAdded="2025-01-01T00:00:00Z")]
+    result, verb = add_taint(existing, NEW_NOVALUE, overwrite=True)
+    assert verb == "modified"
+    assert result == [{"key": "nvidia.com/gpu", "effect": "NoSchedule", "timeAdded": "2025-01-01T00:00:00Z"}]

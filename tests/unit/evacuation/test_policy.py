@@ -150,3 +150,80 @@ def test_classify_answers_from_the_wire(exc, kind):
 def test_classify_goes_by_type_not_by_a_status_number():
     """A bare ApiError that merely carries 404 is not the 404 class: the type decides."""
     assert classify(ApiError("odd", status=404), target("a")).kind == ev.V_FATAL
+
+
+# -- every answer word for word (found by mutation testing, docs/testing.md) ------------------------
+def answer(status, message="the server's message", **kwargs):
+    """An Eviction answer as the kube layer raises it (the one place that builds them here)."""
+    return api_error(message, status=status, **kwargs)
+
+
+def pdb_cause(message):
+    return {"reason": "DisruptionBudget", "message": message}
+
+
+NEEDS_2_HAS_1 = "The disruption budget web needs 2 healthy pods and has 1 currently"
+MULTI_PDB_MESSAGE = ("This pod has more than one PodDisruptionBudget, which the eviction subresource "
+                     "does not support.")
+FIX_THE_PDBS = "which the eviction API refuses; fix the PDBs"
+
+# (id, answer, the target's PDBs, kind, note, retry_after); the target is in namespace "prod".
+CLASSIFY_CASES = [
+    ("network", ConnectionFailed("cannot reach"), (), ev.V_RETRY,
+     "the API server did not answer (network error)", None),
+    ("gone", answer(404, retry_after=4), (), ev.V_DONE, "already gone", None),
+    ("conflict", answer(409, retry_after=4), (), ev.V_CONFLICT, "conflict (HTTP 409)", None),
+    ("pdb", answer(429, retry_after=5, causes=[pdb_cause(NEEDS_2_HAS_1)]), (), ev.V_PDB,
+     "PDB prod/web: needs 2 healthy, has 1", 5),
+    ("pdb-first-budget-cause", answer(429, causes=[
+        {"reason": "Other", "message": "The disruption budget other needs 9 healthy pods and has 0"},
+        pdb_cause(NEEDS_2_HAS_1), pdb_cause("The disruption budget db needs 3 healthy pods and has 0")]),
+     (), ev.V_PDB, "PDB prod/web: needs 2 healthy, has 1", None),
+    ("pdb-cause-without-message", answer(429, causes=[{"reason": "DisruptionBudget"}]), (), ev.V_PDB,
+     "a PodDisruptionBudget allows no disruption now", None),
+    ("throttled", answer(429, retry_after=3), (), ev.V_RETRY, "throttled by the API server (HTTP 429)", 3),
+    ("throttled-other-cause", answer(429, causes=[{"reason": "Other", "message": NEEDS_2_HAS_1}]), (),
+     ev.V_RETRY, "throttled by the API server (HTTP 429)", None),
+    ("multi-pdb", answer(500, MULTI_PDB_MESSAGE, retry_after=2), ("one", "two"), ev.V_FATAL,
+     f"matched by several PodDisruptionBudgets (one, two), {FIX_THE_PDBS}", None),
+    ("multi-pdb-names-unknown", answer(500, MULTI_PDB_MESSAGE), (), ev.V_FATAL,
+     f"matched by several PodDisruptionBudgets (names not known when the run started), {FIX_THE_PDBS}",
+     None),
+    ("multi-pdb-text-on-503", answer(503, MULTI_PDB_MESSAGE, retry_after=2), ("one", "two"), ev.V_RETRY,
+     "HTTP 503 from the API server", 2),
+    ("server-error", answer(500, retry_after=7), (), ev.V_RETRY, "HTTP 500 from the API server", 7),
+    ("server-error-599", answer(599), (), ev.V_RETRY, "HTTP 599 from the API server", None),
+    ("below-500-is-fatal", answer(499, "odd answer"), (), ev.V_FATAL, "odd answer", None),
+    ("namespace-terminating", answer(403, causes=[{"reason": "Other"}, {"reason": "NamespaceTerminating"}]),
+     (), ev.V_RETRY, "namespace prod is terminating", None),
+    ("forbidden", answer(403, "forbidden: ask for pods/eviction", causes=[{"reason": "Other"}]), (),
+     ev.V_FATAL, "forbidden: ask for pods/eviction", None),
+    ("terminating-cause-on-400", answer(400, "bad request", causes=[{"reason": "NamespaceTerminating"}]),
+     (), ev.V_FATAL, "bad request", None),
+    ("unauthorized", answer(401, "Unauthorized", retry_after=1), (), ev.V_FATAL, "Unauthorized", None),
+]
+
+
+@pytest.mark.parametrize("exc, pdbs, kind, note, retry_after", [c[1:] for c in CLASSIFY_CASES],
+                         ids=[c[0] for c in CLASSIFY_CASES])
+def test_classify_word_for_word(exc, pdbs, kind, note, retry_after):
+    verdict = classify(exc, Target("prod", "a", "uid-a", pdbs))
+    assert verdict == ev.Verdict(kind, note, retry_after)
+
+
+@pytest.mark.parametrize("message, note", [
+    (NEEDS_2_HAS_1, "PDB prod/web: needs 2 healthy, has 1"),
+    ("The disruption budget db needs 1 healthy pod and has 0 currently",
+     "PDB prod/db: needs 1 healthy, has 0"),
+    ("The disruption budget db needs -1 healthy pods and has -2", "PDB prod/db: needs -1 healthy, has -2"),
+    ("The disruption budget web is still being processed by the server.",
+     "PDB prod/web: still being processed by the server"),
+    ("The disruption budget web is odd", "PDB: The disruption budget web is odd"),
+    ("still being processed", "PDB: still being processed"),
+    ("no budget here", "PDB: no budget here"),
+    ("", "a PodDisruptionBudget allows no disruption now"),
+    (None, "a PodDisruptionBudget allows no disruption now"),
+], ids=["needs-has", "singular", "negative", "processing", "name-only", "processing-no-name", "other",
+        "empty", "none"])
+def test_pdb_note(message, note):
+    assert ev.pdb_note("prod", message) == note

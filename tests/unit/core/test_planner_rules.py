@@ -1,0 +1,108 @@
+"""core/planner.py's RULES against docs/design.md's table "The planner's decisions".
+
+The table is the rule chain's documentation: one row per rule, in order, then the final step.  This test
+parses it, so a rule added, removed or reordered in code but not in the table (or the other way) fails."""
+
+import os
+import re
+
+import pytest
+
+from kubectl_gpuisolate.core import planner
+from kubectl_gpuisolate.core.planner import PlanOptions
+from kubectl_gpuisolate.core.taints import effective_gpu_taints
+
+from ..factories import GPU_TAINT
+from .test_planner import DECISION_CASES, MANAGED
+
+DESIGN = os.path.join(os.path.dirname(__file__), "..", "..", "..", "docs", "design.md")
+HEADING = "## The planner's decisions"
+FINAL = "gated_or_move"
+
+
+def design_table():
+    """The rows of the first table under HEADING, as dicts keyed by the header's cells."""
+    with open(DESIGN, encoding="utf-8") as f:
+        lines = f.read().splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith(HEADING))
+    table = []
+    for line in lines[start + 1:]:
+        if line.startswith("#"):
+            break
+        if line.startswith("|"):
+            table.append([cell.strip() for cell in line.strip().strip("|").split("|")])
+        elif table:
+            break
+    header, rule_line, *rows = table
+    assert set("".join(rule_line)) <= set("-: "), rule_line
+    return [dict(zip(header, row)) for row in rows]
+
+
+def code_names(cell):
+    """`a` / `b` -> ["a", "b"]"""
+    return re.findall(r"`([^`]+)`", cell)
+
+
+ROWS = design_table()
+
+
+def row_rule(row):
+    names = code_names(row["rule"])
+    assert len(names) == 1, row
+    return names[0]
+
+
+def test_the_table_names_every_rule_in_order_then_the_final_step():
+    rules = [row_rule(r) for r in ROWS]
+    n = len(planner.RULES)
+    assert rules[:n] == [rule.__name__ for rule in planner.RULES]
+    assert rules[n:] and set(rules[n:]) == {FINAL}
+
+
+def test_every_named_rule_is_the_planners_function():
+    for row in ROWS:
+        rule = getattr(planner, row_rule(row))
+        assert callable(rule)
+        assert rule in planner.RULES or rule is planner.gated_or_move
+
+
+def documented():
+    """{(action, reason): rule name} from the table."""
+    found = {}
+    for row in ROWS:
+        for reason in code_names(row["reason"]):
+            key = (row["action"], reason)
+            assert key not in found, f"{key} is in two rows"
+            found[key] = row_rule(row)
+    return found
+
+
+def deciding_rule(the_pod, node_taints, pdbs, missing, options):
+    """The name of the step that decides the pod, found by running the chain by hand."""
+    ctx = planner.rule_context(the_pod, effective_gpu_taints(list(node_taints), options.managed_taint),
+                               pdbs, options, missing)
+    for rule in planner.RULES:
+        if rule(the_pod, ctx) is not None:
+            return rule.__name__, ctx
+    return FINAL, ctx
+
+
+@pytest.mark.parametrize("the_pod, kwargs, action, reason, flags, warning, pdb_names, message",
+                         DECISION_CASES)
+def test_each_decision_comes_from_the_row_that_documents_it(the_pod, kwargs, action, reason, flags,
+                                                            warning, pdb_names, message):
+    kwargs = dict(kwargs)
+    node_taints = kwargs.pop("node_taints", (GPU_TAINT,))
+    pdbs = kwargs.pop("pdbs", ())
+    missing = kwargs.pop("missing", frozenset())
+    options = PlanOptions(MANAGED, **kwargs)
+    name, ctx = deciding_rule(the_pod, node_taints, pdbs, missing, options)
+    assert documented().get((action, reason)) == name
+    # decide is exactly this chain.
+    decision = planner.decide(the_pod, ctx.gpu_taints, pdbs, options, missing)
+    assert (decision.action, decision.reason) == (action, reason)
+
+
+def test_every_documented_decision_has_a_case():
+    seen = {(c.values[2], c.values[3]) for c in DECISION_CASES}
+    assert set(documented()) <= seen
