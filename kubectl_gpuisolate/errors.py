@@ -5,6 +5,8 @@ catches them, prints the one-line message and returns ``exit_code``.  The codes
 are documented in the README; keep the two in step.
 """
 
+from typing import Optional
+
 # Exit codes (README, "Exit codes").
 EXIT_OK = 0
 EXIT_FINDINGS = 1          # status --exit-code: misplaced pods or untainted GPU nodes
@@ -28,7 +30,7 @@ class GpuIsolateError(Exception):
 
     exit_code = EXIT_API
 
-    def __init__(self, message, *, exit_code=None):
+    def __init__(self, message: str, *, exit_code: Optional[int] = None) -> None:
         super().__init__(message)
         if exit_code is not None:
             self.exit_code = exit_code
@@ -133,6 +135,6 @@ class Interrupted(GpuIsolateError):
     """SIGINT or SIGTERM arrived; the command has already printed its summary."""
 
     def __init__(self, signum):
-        from .interrupts import SIGNALS   # the one table (interrupts imports this module)
+        from .interrupts import SIGNALS  # the one table (interrupts imports this module)
         name, code = SIGNALS[signum]
         super().__init__(f"interrupted by {name}", exit_code=code)

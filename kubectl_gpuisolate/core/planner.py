@@ -13,9 +13,10 @@ A new rule is one function in ``RULES`` and one row in docs/design.md's table.
 """
 
 from dataclasses import dataclass, field
-from typing import FrozenSet, List, Optional, Tuple
+from typing import Any, Callable, Dict, FrozenSet, Iterable, List, Optional, Sequence, Set, Tuple, cast
 
 from . import gpu, selectors
+from .gpu import Obj
 from .taints import Taint, effective_gpu_taints, gpu_taints_on, tolerates_all
 
 MOVE = "move"          # does not tolerate the GPU taint: evict it
@@ -45,7 +46,7 @@ class PdbState:
     never_allows: Optional[str]   # why it can never allow an eviction, if it cannot
 
     @property
-    def blocks_now(self):
+    def blocks_now(self) -> bool:
         return self.disruptions_allowed <= 0
 
 
@@ -63,7 +64,7 @@ class PodDecision:
     warning: str = ""            # e.g. a GPU pod that does not tolerate the taint
 
     @property
-    def ref(self):
+    def ref(self) -> str:
         return f"{self.namespace}/{self.name}"
 
 
@@ -71,57 +72,57 @@ class PodDecision:
 class NodePlan:
     name: str
     gpu_count: int
-    gpu_taints: List[dict]       # the managed taint(s) actually on the node
+    gpu_taints: List[Obj]        # the managed taint(s) actually on the node
     unschedulable: bool
     decisions: List[PodDecision] = field(default_factory=list)
 
     @property
-    def tainted(self):
+    def tainted(self) -> bool:
         return bool(self.gpu_taints)
 
-    def with_action(self, action):
+    def with_action(self, action: str) -> List[PodDecision]:
         return [d for d in self.decisions if d.action == action]
 
     @property
-    def to_move(self):
+    def to_move(self) -> List[PodDecision]:
         return self.with_action(MOVE)
 
     @property
-    def blocked(self):
+    def blocked(self) -> List[PodDecision]:
         return self.with_action(BLOCKED)
 
     @property
-    def misplaced(self):
+    def misplaced(self) -> List[PodDecision]:
         """Pods that do not belong on the node, gated or not."""
         return [d for d in self.decisions if d.action in (MOVE, BLOCKED)]
 
     @property
-    def warnings(self):
+    def warnings(self) -> List[str]:
         return [d.warning for d in self.decisions if d.warning]
 
 
-def controller_of(pod):
+def controller_of(pod: Obj) -> Optional[Obj]:
     for ref in (pod.get("metadata") or {}).get("ownerReferences") or ():
         if ref.get("controller"):
-            return ref
+            return cast(Obj, ref)
     return None
 
 
-def is_daemonset_pod(pod):
+def is_daemonset_pod(pod: Obj) -> bool:
     ref = controller_of(pod)
-    return bool(ref) and ref.get("kind") == "DaemonSet" and ref.get("apiVersion") == "apps/v1"
+    return ref is not None and ref.get("kind") == "DaemonSet" and ref.get("apiVersion") == "apps/v1"
 
 
-def is_mirror_pod(pod):
+def is_mirror_pod(pod: Obj) -> bool:
     annotations = (pod.get("metadata") or {}).get("annotations") or {}
     return "kubernetes.io/config.mirror" in annotations
 
 
-def has_emptydir(pod):
+def has_emptydir(pod: Obj) -> bool:
     return any("emptyDir" in v for v in (pod.get("spec") or {}).get("volumes") or ())
 
 
-def pdb_state(pdb):
+def pdb_state(pdb: Obj) -> PdbState:
     """Summarises a PDB's status and whether it can ever allow an eviction."""
     meta, spec, status = pdb.get("metadata") or {}, pdb.get("spec") or {}, pdb.get("status") or {}
     expected = int(status.get("expectedPods") or 0)
@@ -145,7 +146,7 @@ def pdb_state(pdb):
                     expected_pods=expected, never_allows=never)
 
 
-def pdbs_for_pod(pod, pdbs):
+def pdbs_for_pod(pod: Obj, pdbs: Iterable[Obj]) -> List[Obj]:
     """The PDBs whose selector matches the pod, in its namespace (policy/v1 rules)."""
     meta = pod.get("metadata") or {}
     namespace, labels = meta.get("namespace"), meta.get("labels") or {}
@@ -157,49 +158,50 @@ def pdbs_for_pod(pod, pdbs):
 @dataclass(frozen=True)
 class RuleContext:
     """What every rule may read about one pod, computed once by ``decide``."""
-    gpu_taints: Tuple[dict, ...]       # the taints the pod must tolerate
-    pdbs: Tuple[dict, ...]             # the PDBs of the pod's namespace
+    gpu_taints: Tuple[Obj, ...]        # the taints the pod must tolerate
+    pdbs: Tuple[Obj, ...]              # the PDBs of the pod's namespace
     options: PlanOptions
     missing_daemonsets: FrozenSet[Tuple[str, str]]
-    owner_ref: Optional[dict]          # the controller reference, None for a bare pod
+    owner_ref: Optional[Obj]           # the controller reference, None for a bare pod
     namespace: str
     name: str
     uid: str
     taint_text: str                    # the GPU taints as people write them
     tolerated: bool                    # tolerates every one of gpu_taints
 
-    def decision(self, action, reason, message, **extra):
+    def decision(self, action: str, reason: str, message: str, **extra: Any) -> PodDecision:
         owner = f"{self.owner_ref.get('kind')}/{self.owner_ref.get('name')}" if self.owner_ref else ""
         return PodDecision(namespace=self.namespace, name=self.name, uid=self.uid, owner=owner,
                            action=action, reason=reason, message=message, **extra)
 
 
-def rule_context(pod, gpu_taints, pdbs, options, missing_daemonsets=frozenset()):
+def rule_context(pod: Obj, gpu_taints: Iterable[Obj], pdbs: Iterable[Obj], options: PlanOptions,
+                 missing_daemonsets: Iterable[Tuple[str, str]] = frozenset()) -> RuleContext:
     meta = pod.get("metadata") or {}
-    gpu_taints = tuple(gpu_taints)
+    taints = tuple(gpu_taints)
     return RuleContext(
-        gpu_taints=gpu_taints, pdbs=tuple(pdbs), options=options,
+        gpu_taints=taints, pdbs=tuple(pdbs), options=options,
         missing_daemonsets=frozenset(missing_daemonsets), owner_ref=controller_of(pod),
         namespace=meta.get("namespace", ""), name=meta.get("name", ""), uid=meta.get("uid", ""),
-        taint_text=", ".join(str(Taint.from_api(t)) for t in gpu_taints),
-        tolerated=tolerates_all((pod.get("spec") or {}).get("tolerations"), gpu_taints))
+        taint_text=", ".join(str(Taint.from_api(t)) for t in taints),
+        tolerated=tolerates_all((pod.get("spec") or {}).get("tolerations"), taints))
 
 
 # -- the rules, in order (docs/design.md "The planner's decisions" lists them; a test checks) --------
-def terminating(pod, ctx):
+def terminating(pod: Obj, ctx: RuleContext) -> Optional[PodDecision]:
     if (pod.get("metadata") or {}).get("deletionTimestamp"):
         return ctx.decision(WAIT, "terminating", "already terminating; waiting for it, not evicting again")
     return None
 
 
-def mirror(pod, ctx):
+def mirror(pod: Obj, ctx: RuleContext) -> Optional[PodDecision]:
     if is_mirror_pod(pod):
         return ctx.decision(STAY, "mirror", "mirror (static) pod, managed by the kubelet")
     return None
 
 
-def daemonset(pod, ctx):
-    if not is_daemonset_pod(pod):
+def daemonset(pod: Obj, ctx: RuleContext) -> Optional[PodDecision]:
+    if not is_daemonset_pod(pod) or ctx.owner_ref is None:
         return None
     if (ctx.namespace, ctx.owner_ref.get("name")) in ctx.missing_daemonsets:
         return ctx.decision(STAY, "daemonset-orphan", "DaemonSet pod whose DaemonSet is gone; never evicted",
@@ -208,14 +210,14 @@ def daemonset(pod, ctx):
     return ctx.decision(STAY, "daemonset", "DaemonSet pod; it belongs on every node")
 
 
-def finished(pod, ctx):
+def finished(pod: Obj, ctx: RuleContext) -> Optional[PodDecision]:
     phase = (pod.get("status") or {}).get("phase")
     if phase in ("Succeeded", "Failed"):
         return ctx.decision(STAY, "finished", f"finished ({phase}); holds no resources, kept for its logs")
     return None
 
 
-def gpu_consumer(pod, ctx):
+def gpu_consumer(pod: Obj, ctx: RuleContext) -> Optional[PodDecision]:
     gpu_resources = gpu.pod_gpu_resources(pod)
     claims = gpu.pod_resource_claims(pod)
     if not (gpu_resources or claims):
@@ -228,19 +230,21 @@ def gpu_consumer(pod, ctx):
                         warning=warning)
 
 
-def tolerated(pod, ctx):
+def tolerated(pod: Obj, ctx: RuleContext) -> Optional[PodDecision]:
     if ctx.tolerated:
         return ctx.decision(STAY, "tolerates", f"tolerates {ctx.taint_text}")
     return None
 
 
-RULES = (terminating, mirror, daemonset, finished, gpu_consumer, tolerated)
+Rule = Callable[[Obj, RuleContext], Optional[PodDecision]]
+RULES: Tuple[Rule, ...] = (terminating, mirror, daemonset, finished, gpu_consumer, tolerated)
 
 
-def gated_or_move(pod, ctx):
+def gated_or_move(pod: Obj, ctx: RuleContext) -> PodDecision:
     """The pod would move: blocked if a gate stops it, else moved (with the PDBs that cover it)."""
     matching = tuple(pdb_state(p) for p in pdbs_for_pod(pod, ctx.pdbs))
-    gates, flags = [], []
+    gates: List[str] = []
+    flags: List[str] = []
     if has_emptydir(pod) and not ctx.options.delete_emptydir_data:
         gates.append("has emptyDir data")
         flags.append(FLAG_EMPTYDIR)
@@ -259,7 +263,8 @@ def gated_or_move(pod, ctx):
     return ctx.decision(MOVE, "not-tolerated", f"does not tolerate {ctx.taint_text}", pdbs=matching)
 
 
-def decide(pod, gpu_taints, pdbs, options, missing_daemonsets=frozenset()):
+def decide(pod: Obj, gpu_taints: Sequence[Obj], pdbs: Iterable[Obj], options: PlanOptions,
+           missing_daemonsets: Iterable[Tuple[str, str]] = frozenset()) -> PodDecision:
     """One pod's decision: the first rule that decides, else gated_or_move.
 
     ``gpu_taints`` are the taints the pod must tolerate; ``pdbs`` those of its namespace."""
@@ -271,7 +276,8 @@ def decide(pod, gpu_taints, pdbs, options, missing_daemonsets=frozenset()):
     return gated_or_move(pod, ctx)
 
 
-def plan_node(node, pods, pdbs, options, missing_daemonsets=frozenset()):
+def plan_node(node: Obj, pods: Iterable[Obj], pdbs: Iterable[Obj], options: PlanOptions,
+              missing_daemonsets: Iterable[Tuple[str, str]] = frozenset()) -> NodePlan:
     """The plan for one GPU node and the pods bound to it."""
     spec = node.get("spec") or {}
     node_taints = spec.get("taints") or []
@@ -279,7 +285,7 @@ def plan_node(node, pods, pdbs, options, missing_daemonsets=frozenset()):
     plan = NodePlan(name=node["metadata"]["name"], gpu_count=gpu.gpu_count(node),
                     gpu_taints=gpu_taints_on(node_taints, options.managed_taint),
                     unschedulable=bool(spec.get("unschedulable")))
-    by_namespace = {}          # PDBs apply in their namespace only: look there alone
+    by_namespace: Dict[Any, List[Obj]] = {}   # PDBs apply in their namespace only: look there alone
     for pdb in pdbs:
         by_namespace.setdefault((pdb.get("metadata") or {}).get("namespace"), []).append(pdb)
     for pod in sorted(pods, key=lambda p: (p["metadata"].get("namespace", ""), p["metadata"]["name"])):
@@ -288,18 +294,19 @@ def plan_node(node, pods, pdbs, options, missing_daemonsets=frozenset()):
     return plan
 
 
-def daemonsets_to_check(pods):
+def daemonsets_to_check(pods: Iterable[Obj]) -> Set[Tuple[str, str]]:
     """(namespace, name) of the DaemonSets that own the given pods."""
-    found = set()
+    found: Set[Tuple[str, str]] = set()
     for pod in pods:
-        if is_daemonset_pod(pod):
-            found.add((pod["metadata"].get("namespace", ""), controller_of(pod).get("name")))
+        ref = controller_of(pod)
+        if ref is not None and is_daemonset_pod(pod):
+            found.add((pod["metadata"].get("namespace", ""), ref.get("name", "")))
     return found
 
 
-def pdb_blockers(plans):
+def pdb_blockers(plans: Iterable[NodePlan]) -> List[PdbState]:
     """The PDBs covering pods that would move and that allow no eviction now, by name."""
-    seen = {}
+    seen: Dict[Tuple[str, str], PdbState] = {}
     for plan in plans:
         for decision in plan.misplaced:
             for pdb in decision.pdbs:

@@ -7,8 +7,11 @@ the API does for PodDisruptionBudgets.
 """
 
 import re
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from ..errors import UsageError
+
+Requirement = Tuple[str, str, List[str]]      # (key, operator, values), as in matchExpressions
 
 _KEY = re.compile(r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?"
                   r"[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$")
@@ -18,9 +21,11 @@ _BINARY = re.compile(r"^\s*([^\s!=<>()]+)\s*(==|=|!=|<|>)\s*([^\s!=<>()]*)\s*$")
 _EXISTS = re.compile(r"^\s*(!?)\s*([^\s!=<>(),]+)\s*$")
 
 
-def _split(selector):
+def _split(selector: str) -> List[str]:
     """Splits on commas that are not inside parentheses."""
-    parts, depth, current = [], 0, []
+    parts: List[str] = []
+    current: List[str] = []
+    depth = 0
     for char in selector:
         if char == "(":
             depth += 1
@@ -35,7 +40,7 @@ def _split(selector):
     return parts
 
 
-def _check(selector, key, values=()):
+def _check(selector: str, key: str, values: Sequence[str] = ()) -> None:
     if not _KEY.match(key):
         raise UsageError(f"invalid selector {selector!r}: {key!r} is not a valid label key")
     for value in values:
@@ -43,9 +48,9 @@ def _check(selector, key, values=()):
             raise UsageError(f"invalid selector {selector!r}: {value!r} is not a valid label value")
 
 
-def parse(selector):
+def parse(selector: str) -> List[Requirement]:
     """Validates a selector string; returns a list of (key, operator, values)."""
-    requirements = []
+    requirements: List[Requirement] = []
     if not selector.strip():
         raise UsageError("invalid selector '': give KEY=VALUE, KEY!=VALUE, KEY, !KEY or KEY in (A,B)")
     for part in _split(selector):
@@ -78,7 +83,8 @@ def parse(selector):
     return requirements
 
 
-def _requirement_matches(labels, key, operator, values):
+def _requirement_matches(labels: Mapping[str, str], key: str, operator: str,
+                         values: Sequence[str]) -> bool:
     if operator == "In":
         return key in labels and labels[key] in values
     if operator == "NotIn":
@@ -96,13 +102,13 @@ def _requirement_matches(labels, key, operator, values):
     return False
 
 
-def matches_string(requirements, labels):
+def matches_string(requirements: Sequence[Requirement], labels: Optional[Mapping[str, str]]) -> bool:
     """Evaluates the result of ``parse`` against a label dict."""
     labels = labels or {}
     return all(_requirement_matches(labels, k, op, vals) for k, op, vals in requirements)
 
 
-def matches(selector, labels):
+def matches(selector: Optional[Dict[str, Any]], labels: Optional[Mapping[str, str]]) -> bool:
     """Evaluates an API LabelSelector dict.  ``None`` matches nothing and ``{}``
     matches everything, as in policy/v1 PodDisruptionBudgets."""
     if selector is None:

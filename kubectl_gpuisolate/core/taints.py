@@ -6,9 +6,11 @@ kubectl's taint syntax; nothing here talks to a cluster.
 """
 
 import re
-from typing import NamedTuple, Optional
+from typing import Any, Dict, Iterable, List, NamedTuple, Optional, Sequence, Tuple
 
 from ..errors import ConflictError, UsageError
+
+ApiTaint = Dict[str, Any]        # a taint or toleration as the API's JSON has it
 
 EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
 DEFAULT_TAINT = "nvidia.com/gpu=true:NoSchedule"
@@ -23,16 +25,16 @@ class Taint(NamedTuple):
     effect: str
 
     @classmethod
-    def from_api(cls, taint):
+    def from_api(cls, taint: ApiTaint) -> "Taint":
         return cls(taint.get("key", ""), taint.get("value", "") or "", taint.get("effect", ""))
 
-    def to_api(self):
+    def to_api(self) -> ApiTaint:
         taint = {"key": self.key, "effect": self.effect}
         if self.value:
             taint["value"] = self.value
         return taint
 
-    def __str__(self):
+    def __str__(self) -> str:
         value = f"={self.value}" if self.value else ""
         return f"{self.key}{value}:{self.effect}"
 
@@ -43,14 +45,14 @@ class TaintRef(NamedTuple):
     key: str
     effect: Optional[str]
 
-    def matches(self, taint):
+    def matches(self, taint: ApiTaint) -> bool:
         return taint.get("key") == self.key and self.effect in (None, taint.get("effect"))
 
-    def __str__(self):
+    def __str__(self) -> str:
         return f"{self.key}:{self.effect}" if self.effect else self.key
 
 
-def validate_key(key, spec):
+def validate_key(key: str, spec: str) -> None:
     """Checks a taint key as the API does (a qualified name)."""
     if not key:
         raise UsageError(f"invalid taint {spec!r}: the key is empty; use KEY[=VALUE]:EFFECT")
@@ -64,19 +66,19 @@ def validate_key(key, spec):
                          "[A-Za-z0-9-_.], starting and ending with a letter or digit")
 
 
-def validate_value(value, spec):
+def validate_value(value: str, spec: str) -> None:
     if value and (len(value) > 63 or not _NAME.match(value)):
         raise UsageError(f"invalid taint value {value!r} in {spec!r}: use at most 63 characters of "
                          "[A-Za-z0-9-_.], starting and ending with a letter or digit")
 
 
-def validate_effect(effect, spec):
+def validate_effect(effect: str, spec: str) -> None:
     if effect not in EFFECTS:
         raise UsageError(f"invalid taint effect {effect!r} in {spec!r}: use one of "
                          + ", ".join(EFFECTS))
 
 
-def parse_taint(spec):
+def parse_taint(spec: str) -> Taint:
     """Parses kubectl's ``KEY[=VALUE]:EFFECT``."""
     if spec.endswith("-"):
         raise UsageError(f"invalid taint {spec!r}: a trailing '-' removes a taint; use 'untaint' for that")
@@ -91,7 +93,7 @@ def parse_taint(spec):
     return Taint(key, value, effect)
 
 
-def parse_taint_ref(spec):
+def parse_taint_ref(spec: str) -> TaintRef:
     """Parses ``KEY`` or ``KEY:EFFECT`` (a trailing ``-`` as in kubectl is accepted)."""
     text = spec[:-1] if spec.endswith("-") else spec
     key, sep, effect = text.partition(":")
@@ -104,7 +106,7 @@ def parse_taint_ref(spec):
     return TaintRef(key, None)
 
 
-def tolerates(toleration, taint):
+def tolerates(toleration: ApiTaint, taint: ApiTaint) -> bool:
     """True when one toleration tolerates one taint, by the API's rules.
 
     An empty effect matches every effect; an empty key (with Exists) matches
@@ -125,30 +127,32 @@ def tolerates(toleration, taint):
     return False
 
 
-def tolerates_all(tolerations, taints):
+def tolerates_all(tolerations: Optional[Sequence[ApiTaint]],
+                  taints: Iterable[ApiTaint]) -> bool:
     """True when every taint is tolerated by at least one toleration."""
     tolerations = tolerations or ()
     return all(any(tolerates(t, taint) for t in tolerations) for taint in taints)
 
 
-def same_identity(a, b):
+def same_identity(a: ApiTaint, b: ApiTaint) -> bool:
     """The API identifies a taint by key and effect."""
     return a.get("key") == b.get("key") and a.get("effect") == b.get("effect")
 
 
-def add_taint(taints, new, *, overwrite):
+def add_taint(taints: Optional[Sequence[ApiTaint]], new: Taint, *,
+              overwrite: bool) -> Tuple[List[ApiTaint], str]:
     """Returns ``(new_taints, verb)`` with verb ``tainted``, ``modified`` or ``unchanged``.
 
     The same key and effect with another value is an error unless ``overwrite``.
     Other taints are kept as they are, in their order.
     """
     wanted = new.to_api()
-    result = []
+    result: List[ApiTaint] = []
     verb = "tainted"
     for taint in taints or ():
         if same_identity(taint, wanted):
             if (taint.get("value") or "") == new.value:
-                return list(taints), "unchanged"
+                return list(taints or ()), "unchanged"
             if not overwrite:
                 raise ConflictError(
                     f"already has taint {Taint.from_api(taint)} with the same key and effect; "
@@ -163,21 +167,25 @@ def add_taint(taints, new, *, overwrite):
     return result, verb
 
 
-def remove_taint(taints, ref):
+def remove_taint(taints: Optional[Sequence[ApiTaint]],
+                 ref: TaintRef) -> Tuple[List[ApiTaint], List[ApiTaint]]:
     """Returns ``(remaining, removed)``; never touches taints the ref does not name."""
-    remaining, removed = [], []
+    remaining: List[ApiTaint] = []
+    removed: List[ApiTaint] = []
     for taint in taints or ():
         (removed if ref.matches(taint) else remaining).append(taint)
     return remaining, removed
 
 
-def gpu_taints_on(node_taints, managed):
+def gpu_taints_on(node_taints: Optional[Sequence[ApiTaint]],
+                  managed: Taint) -> List[ApiTaint]:
     """The taints on a node that have the managed taint's key and effect, any value."""
     want = managed.to_api()
     return [t for t in node_taints or () if same_identity(t, want)]
 
 
-def effective_gpu_taints(node_taints, managed):
+def effective_gpu_taints(node_taints: Optional[Sequence[ApiTaint]],
+                         managed: Taint) -> List[ApiTaint]:
     """The taints a pod must tolerate to stay: those on the node, else the one
     ``taint`` would apply."""
     return gpu_taints_on(node_taints, managed) or [managed.to_api()]

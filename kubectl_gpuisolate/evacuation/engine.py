@@ -19,11 +19,21 @@ from concurrent.futures import ThreadPoolExecutor
 
 from ..errors import ApiError, ConnectionFailed
 from ..flags import DryRun
-from ..kube.retry import Backoff
+from ..kube.retry import EVICTIONS
 from .plan import lanes
 from .policy import Kind, after_conflict, classify
-from .state import (EVICTED, EVICTING, FAILED, GONE, PDB_BLOCKED, PDB_REFUSED, RETRYING,
-                    WOULD_EVICT, Halt, NodeEvacuation)
+from .state import (
+    EVICTED,
+    EVICTING,
+    FAILED,
+    GONE,
+    PDB_BLOCKED,
+    PDB_REFUSED,
+    RETRYING,
+    WOULD_EVICT,
+    Halt,
+    NodeEvacuation,
+)
 from .watch import GoneWatcher
 
 HALT_GRACE = 5.0     # real seconds to let requests in flight finish after a stop or the deadline
@@ -99,7 +109,7 @@ def _send(kube, target, grace_period, dry_run):
 
 
 def evict_pod(kube, node, target, *, halt, dry_run=DryRun.NONE, grace_period=-1,
-              backoff=Backoff(), rng=None):
+              backoff=EVICTIONS, rng=None):
     """Evicts one pod of ``node`` (a NodeEvacuation), retrying with backoff until the server
     accepts, the pod is gone, a verdict ends it, or ``halt`` stops the run."""
     rng = rng or random.Random()
@@ -133,7 +143,7 @@ class Evictor:
     by every node, so a PDB spanning nodes still sees one eviction at a time."""
 
     def __init__(self, kube, *, halt=None, dry_run=DryRun.NONE, grace_period=-1, max_parallel=8,
-                 progress=None, rng=None, backoff=Backoff(), poll_interval=1.0, watch_window=5.0):
+                 progress=None, rng=None, backoff=EVICTIONS, poll_interval=1.0, watch_window=5.0):
         self._kube = kube
         self.halt = halt or Halt()
         self._dry_run = dry_run

@@ -6,7 +6,7 @@ pods of one PodDisruptionBudget are evicted one at a time.
 """
 
 from dataclasses import dataclass
-from typing import List, Tuple
+from typing import Dict, List, Tuple
 
 from ..core import planner
 
@@ -69,7 +69,8 @@ def targets_for(plan):
 def lanes(targets):
     """Groups targets into lanes: one per PDB (its pods, evicted one at a time), and one
     per pod without a single PDB.  PDB lanes come first: they take the longest."""
-    by_pdb, solo = {}, []
+    by_pdb: Dict[Tuple[str, str], List[Target]] = {}
+    solo: List[Tuple[None, List[Target]]] = []
     for target in sorted(targets, key=lambda t: (t.namespace, t.name)):
         if len(target.pdbs) == 1:
             by_pdb.setdefault((target.namespace, target.pdbs[0]), []).append(target)

@@ -23,7 +23,6 @@ from .engine import Evictor
 from .plan import preflight, targets_for
 from .state import NOT_STARTED, TERMINATING, WOULD_EVICT, Clock, Halt, Outcome
 
-
 # What evicting needs beyond reading: the eviction itself, and reading a pod after a 409.
 EVICTION_RIGHTS = (("create", "pods", "eviction"), ("get", "pods", ""))
 

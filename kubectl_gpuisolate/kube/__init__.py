@@ -22,8 +22,7 @@ which has a Transport and offers only the calls below, and ``connect``), then
 facts the planner needs), which use only ``api``'s calls.
 """
 
-from typing import (Any, Callable, Dict, Iterator, List, Optional, Protocol, Tuple,
-                    runtime_checkable)
+from typing import Any, Callable, Dict, Iterator, List, Optional, Protocol, Tuple, runtime_checkable
 
 from ..flags import DryRun
 from .api import Kube, connect

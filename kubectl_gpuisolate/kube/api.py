@@ -11,9 +11,18 @@ import json
 import os
 import random
 import time
+from typing import Any, Dict
 
-from ..errors import (ApiError, ApiNotFound, ConfigError, Conflict, ConflictError,
-                      ConnectionFailed, NotFound, TooManyRequests)
+from ..errors import (
+    ApiError,
+    ApiNotFound,
+    ConfigError,
+    Conflict,
+    ConflictError,
+    ConnectionFailed,
+    NotFound,
+    TooManyRequests,
+)
 from ..flags import DryRun
 from .retry import NODE_WRITES
 from .transport import Transport, retryable
@@ -147,7 +156,7 @@ class Kube:
         """POSTs a policy/v1 Eviction with a UID precondition.  Errors carry the status."""
         if dry_run is DryRun.CLIENT:
             return
-        delete_options = {"preconditions": {"uid": uid}}
+        delete_options: Dict[str, Any] = {"preconditions": {"uid": uid}}
         if grace_period is not None and grace_period >= 0:
             delete_options["gracePeriodSeconds"] = grace_period
         params = None

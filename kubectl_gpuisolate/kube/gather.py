@@ -1,11 +1,11 @@
 """The facts the planner needs, read concurrently: each node's pods (their essentials only),
 the cluster's PodDisruptionBudgets and whether the DaemonSets owning pods still exist."""
 
-from concurrent.futures import ThreadPoolExecutor, as_completed
+from concurrent.futures import Future, ThreadPoolExecutor, as_completed
+from typing import Any, Dict, List, Tuple
 
 from ..core import planner
 from .nodes import FETCH_WORKERS
-
 
 # What the planner reads of a pod (planner.decide, gpu.pod_*, taints.tolerates_all,
 # selectors for PDBs).  Keeping only this, as each node's pods arrive, holds a large
@@ -54,7 +54,8 @@ def gather(kube, nodes, *, not_older_than=None, pdbs=None, check_daemonsets=True
     with ThreadPoolExecutor(max_workers=min(FETCH_WORKERS, len(nodes) + 1)) as pool:
         pdb_future = pdbs if pdbs is not None else pool.submit(kube.list_pdbs)
         futures = {pool.submit(pods_on, name): name for name in names}
-        pods_by_node, ds_futures = {}, {}
+        pods_by_node: Dict[str, List[Dict[str, Any]]] = {}
+        ds_futures: Dict[Tuple[str, str], Future] = {}
         for future in as_completed(futures):
             pods = pods_by_node[futures[future]] = future.result()
             if check_daemonsets:

@@ -10,11 +10,11 @@ status, and paginated lists.  urllib3 is imported when the first connection is m
 import json
 import random
 import time
+from typing import Any, Dict, List
 from urllib.parse import urlencode, urlsplit
 
 from .. import __version__
-from ..errors import (ApiError, ConfigError, ConnectionFailed, ServerError, TooManyRequests,
-                      api_error)
+from ..errors import ApiError, ConfigError, ConnectionFailed, ServerError, TooManyRequests, api_error
 from .auth import credentials_for, impersonation, proxy_for, ssl_context
 from .retry import REQUESTS
 
@@ -224,7 +224,7 @@ class Transport:
     def list_all(self, path, params=None, *, what):
         """Lists every item, page by page (limit/continue)."""
         params = dict(params or {}, limit=LIST_CHUNK)
-        items = []
+        items: List[Dict[str, Any]] = []
         while True:
             page = self.get(path, params, what=what)
             items.extend(page.get("items") or ())
