@@ -14,18 +14,19 @@ were pending or failed at the end, 130/143 interrupted (SIGINT/SIGTERM)."""
 import argparse
 import os
 import signal
-import sys
 import threading
 from dataclasses import dataclass
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 from ..core import planner
 from ..core.taints import DEFAULT_TAINT, Taint, parse_taint
 from ..errors import Interrupted, UsageError
 from ..evacuation.run import Run
-from ..flags import (ConnectionOptions, DryRun, add_dry_run_flag, add_output_flag,
-                     connection_options, parse_dry_run, parse_duration)
-from .common import add_node_flags, node_selection
+from ..flags import DryRun, add_dry_run_flag, add_output_flag, parse_dry_run, parse_duration
+from .common import IO, NodeTarget, OnNodes, add_node_flags
+
+if TYPE_CHECKING:
+    from ..kube import KubeApi
 
 EXAMPLES = """examples:
   # Taint the GPU nodes, then move every pod that does not tolerate the taint
@@ -43,11 +44,8 @@ EXAMPLES = """examples:
 
 
 @dataclass(frozen=True)
-class EvacuateOptions:
-    connection: ConnectionOptions
-    names: list
-    requirements: list
-    selector_text: str
+class EvacuateOptions(OnNodes):
+    target: NodeTarget
     gpu_taint: Taint
     taint_first: bool
     delete_emptydir_data: bool
@@ -61,7 +59,7 @@ class EvacuateOptions:
 
     @classmethod
     def from_args(cls, args):
-        names, requirements, text = node_selection(args)
+        target = NodeTarget.from_args(args)
         if args.grace_period < -1:
             raise UsageError("--grace-period must be -1 (the pod's own) or a number of seconds >= 0")
         for flag, value in (("--max-parallel", args.max_parallel),
@@ -69,12 +67,30 @@ class EvacuateOptions:
             if value < 1:
                 raise UsageError(f"{flag} must be at least 1")
         timeout = parse_duration(args.timeout, "--timeout")
-        return cls(connection=connection_options(args), names=names, requirements=requirements,
-                   selector_text=text, gpu_taint=parse_taint(args.gpu_taint),
+        return cls(target=target, gpu_taint=parse_taint(args.gpu_taint),
                    taint_first=args.taint, delete_emptydir_data=args.delete_emptydir_data,
                    force=args.force, grace_period=args.grace_period, timeout=timeout or None,
                    max_parallel=args.max_parallel, parallel_nodes=args.parallel_nodes,
                    dry_run=parse_dry_run(args.dry_run), output=args.output)
+
+    @property
+    def pool_size(self):
+        # Evictions, plus per node slot its watch and the watches of finished nodes that
+        # are still in their (5s) window, plus the planner's reads.
+        return self.max_parallel + 4 * self.parallel_nodes + 8
+
+    # The engine (evacuation/run.py) reads the target's fields from the options.
+    @property
+    def names(self):
+        return self.target.names
+
+    @property
+    def requirements(self):
+        return self.target.requirements
+
+    @property
+    def selector_text(self):
+        return self.target.selector_text
 
     @property
     def plan_options(self):
@@ -107,17 +123,10 @@ def add_parser(subparsers, parents):
                         help="nodes evacuated at once (default 1)")
     add_dry_run_flag(parser)
     add_output_flag(parser, ("json", "yaml"))
-    parser.set_defaults(run=run)
+    parser.set_defaults(options_class=EvacuateOptions, run=run)
 
 
-def run(args, stdout=None):
-    options = EvacuateOptions.from_args(args)
-    from ..kube import connect
-
-    # Evictions, plus per node slot its watch and the watches of finished nodes that
-    # are still in their (5s) window, plus the planner's reads.
-    kube = connect(options.connection,
-                   pool_size=options.max_parallel + 4 * options.parallel_nodes + 8)
+def run(options: EvacuateOptions, kube: "KubeApi", io: IO) -> int:
     stop, caught, previous = threading.Event(), [], {}
 
     def on_signal(signum, _frame):
@@ -134,8 +143,7 @@ def run(args, stdout=None):
         for signum in (signal.SIGINT, signal.SIGTERM):
             previous[signum] = signal.signal(signum, on_signal)
     try:
-        code = Run(kube, options, stdout=stdout or sys.stdout, stderr=sys.stderr,
-                   stop=stop).execute()
+        code = Run(kube, options, stdout=io.out, stderr=io.err, stop=stop).execute()
     finally:
         for signum, handler in previous.items():
             signal.signal(signum, handler)
