@@ -9,9 +9,10 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ..core import planner
-from ..core.taints import DEFAULT_TAINT, Taint, parse_taint
+from ..core.taints import DEFAULT_TAINT, Taint, TaintRef, parse_taint, remove_taint
 from ..errors import EXIT_OK
 from ..flags import DryRun, add_dry_run_flag, parse_dry_run
+from ..output.taint import TaintChange, render_change, untolerated_note
 from .common import IO, NodeTarget, OnNodes, add_node_flags
 
 if TYPE_CHECKING:
@@ -59,8 +60,7 @@ def add_parser(subparsers, parents):
 def _without_taint_key(node, taint):
     """The node as it will be judged once the new taint replaces any same-key one."""
     spec = dict(node.get("spec") or {})
-    spec["taints"] = [t for t in spec.get("taints") or ()
-                      if not (t.get("key") == taint.key and t.get("effect") == taint.effect)]
+    spec["taints"], _ = remove_taint(spec.get("taints"), TaintRef(taint.key, taint.effect))
     return dict(node, spec=spec)
 
 
@@ -78,11 +78,9 @@ def run(options: TaintOptions, kube: "KubeApi", io: IO) -> int:
     for plan in plans:
         for warning in plan.warnings:
             io.warn(warning)
-        misplaced = len(plan.misplaced)
-        if misplaced:
-            io.err.write(f"node/{plan.name}: {misplaced} running pod(s) do not tolerate "
-                         f"{options.taint}; the taint keeps new ones off, "
-                         "'kubectl gpuisolate evacuate' moves these\n")
-    apply_taint(kube, nodes, options.taint, overwrite=options.overwrite,
-                dry_run=options.dry_run, stdout=io.out)
+        if plan.misplaced:
+            io.err.write(untolerated_note(plan, options.taint))
+    for node, verb in apply_taint(kube, nodes, options.taint, overwrite=options.overwrite,
+                                  dry_run=options.dry_run):
+        io.out.write(render_change(TaintChange(node["metadata"]["name"], verb, options.dry_run)))
     return EXIT_OK

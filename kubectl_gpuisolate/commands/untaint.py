@@ -5,9 +5,10 @@ import argparse
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from ..core.taints import TaintRef, parse_taint_ref, remove_taint
+from ..core.taints import TaintRef, parse_taint_ref, remove_taint_write
 from ..errors import EXIT_OK
 from ..flags import DryRun, add_dry_run_flag, parse_dry_run
+from ..output.taint import TaintChange, render_change
 from .common import IO, NodeTarget, OnNodes, add_node_flags
 
 if TYPE_CHECKING:
@@ -56,10 +57,7 @@ def run(options: UntaintOptions, kube: "KubeApi", io: IO) -> int:
                        warn=io.warn)
     for node in nodes:
         name = node["metadata"]["name"]
-
-        def compute(current):
-            remaining, removed = remove_taint(current, options.ref)
-            return (remaining, "untainted") if removed else (None, "not tainted")
-        _, verb = kube.update_node_taints(name, compute, dry_run=options.dry_run)
-        io.out.write(f"node/{name} {verb}{options.dry_run.suffix if verb == 'untainted' else ''}\n")
+        _, verb = kube.update_node_taints(
+            name, lambda current: remove_taint_write(current, options.ref), dry_run=options.dry_run)
+        io.out.write(render_change(TaintChange(name, verb, options.dry_run)))
     return EXIT_OK

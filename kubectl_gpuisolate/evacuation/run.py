@@ -14,6 +14,7 @@ from ..kube.gather import build_plans
 from ..kube.nodes import apply_taint, find_nodes
 from ..output import tables as output
 from ..output.evacuate import render_plan, render_summary, report_pdbs, report_refusal, to_document
+from ..output.taint import TaintChange, render_change
 from .engine import NOT_STARTED, TERMINATING, WOULD_EVICT, Clock, Evictor, Outcome
 from .plan import preflight, targets_for
 
@@ -65,9 +66,12 @@ def _taint_first(kube, nodes, options, stream):
     for node in nodes:
         if node not in todo:
             stream.write(f"node/{node['metadata']['name']} already tainted\n")
-    updated = {n["metadata"]["name"]: n for n in
-               apply_taint(kube, todo, options.gpu_taint, overwrite=False,
-                           dry_run=options.dry_run, stdout=stream)} if todo else {}
+    updated = {}
+    for node, verb in apply_taint(kube, todo, options.gpu_taint, overwrite=False,
+                                  dry_run=options.dry_run):
+        name = node["metadata"]["name"]
+        stream.write(render_change(TaintChange(name, verb, options.dry_run)))
+        updated[name] = node
     return [updated.get(n["metadata"]["name"], n) for n in nodes]
 
 
