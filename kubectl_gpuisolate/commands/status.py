@@ -11,7 +11,7 @@ from ..core.taints import DEFAULT_TAINT, Taint, parse_taint
 from ..errors import EXIT_FINDINGS, EXIT_OK
 from ..flags import add_output_flag
 from ..output import tables as output
-from ..output.status import render_text, to_document
+from ..output.status import StatusResult, render_text, to_document
 from .common import IO, NodeTarget, OnNodes, add_node_flags
 
 if TYPE_CHECKING:
@@ -67,12 +67,16 @@ def run(options: StatusOptions, kube: "KubeApi", io: IO) -> int:
         # The pods are read as of the node list or later (one consistent read, not hundreds).
         plans = build_plans(kube, nodes, planner.PlanOptions(options.managed_taint),
                             not_older_than=version, pdbs=pdbs)
-    warnings = [w for plan in plans for w in plan.warnings]
-    for warning in warnings:
+    result = StatusResult(nodes, plans, options.managed_taint)
+    for warning in result.warnings:
         io.warn(warning)
     if options.output in ("json", "yaml"):
-        io.out.write(output.document(to_document(options, nodes, plans), options.output))
+        io.out.write(output.document(to_document(result), options.output))
     else:
-        io.out.write(render_text(nodes, plans, wide=options.output == "wide"))
-    findings = any(p.misplaced or not p.tainted for p in plans)
-    return EXIT_FINDINGS if options.exit_code and findings else EXIT_OK
+        io.out.write(render_text(result, wide=options.output == "wide"))
+    return EXIT_FINDINGS if options.exit_code and _findings(plans) else EXIT_OK
+
+
+def _findings(plans):
+    """What --exit-code reports: misplaced pods, or a GPU node without the GPU taint."""
+    return any(p.misplaced or not p.tainted for p in plans)

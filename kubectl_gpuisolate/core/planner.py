@@ -9,6 +9,7 @@ The decision chain mirrors kubectl drain's filter chain (first match wins),
 with one extra rule at its heart: a pod that tolerates the GPU taint stays.
 """
 
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import List, Optional, Tuple
 
@@ -91,6 +92,11 @@ class NodePlan:
     def misplaced(self):
         """Pods that do not belong on the node, gated or not."""
         return [d for d in self.decisions if d.action in (MOVE, BLOCKED)]
+
+    @property
+    def stay_reasons(self):
+        """How many pods stay, by reason: the one count status and evacuate print."""
+        return Counter(d.reason for d in self.with_action(STAY))
 
     @property
     def warnings(self):
