@@ -3,13 +3,15 @@
 
 ``main`` is the only place that catches errors and turns them into exit codes
 (see errors.py and the README).  Building the parser imports no
-``kubernetes``, so ``--help``, completion and usage errors stay fast.
+``kubernetes``, so ``--help``, completion and usage errors stay fast.  ``_run`` is the
+one place a command's options are built and its connection is made.
 """
 
 import os
 import sys
 
 from . import __version__
+from .commands.common import IO
 from .completion.registry import RecordingParser
 from .errors import EXIT_INTERNAL, EXIT_SIGINT, EXIT_SIGTERM, EXIT_USAGE, GpuIsolateError
 from .flags import add_connection_flags
@@ -70,7 +72,7 @@ def _main(argv):
     args = parser.parse_args(argv)
     debug = getattr(args, "debug", False)
     try:
-        return args.run(args)
+        return _run(args)
     except GpuIsolateError as exc:
         if debug:
             import traceback
@@ -87,6 +89,17 @@ def _main(argv):
         sys.stderr.write(f"error: internal error ({type(exc).__name__}: {exc}); "
                          "rerun with --debug and report it\n")
         return EXIT_INTERNAL
+
+
+def _run(args):
+    """Each subcommand registers (``set_defaults``) its Options class and its
+    ``run(options, kube, io)``; options are validated before anything connects."""
+    options = args.options_class.from_args(args)
+    kube = None
+    if options.connection is not None:
+        from .kube import connect
+        kube = connect(options.connection, pool_size=options.pool_size)
+    return args.run(options, kube, IO(out=sys.stdout, err=sys.stderr))
 
 
 def entry_point():

@@ -1,8 +1,26 @@
-"""The node-selection flags that several subcommands share (names or -l)."""
+"""What the subcommands share: the node-selection flags (names or -l) and the ``NodeTarget``
+they become, and ``IO``, the two streams a command writes to."""
+
+from dataclasses import dataclass
+from typing import Optional, TextIO, Tuple
 
 from ..completion.completers import complete_nodes
 from ..core import gpu, selectors
 from ..errors import UsageError
+from ..flags import ConnectionOptions, connection_options
+from ..output import tables as output
+
+
+@dataclass(frozen=True)
+class IO:
+    """Where a command writes: data to ``out``, warnings and progress to ``err``.  cli.py
+    passes sys.stdout and sys.stderr; tests pass buffers."""
+
+    out: TextIO
+    err: TextIO
+
+    def warn(self, message):
+        output.warn(message, self.err)
 
 
 def add_node_flags(parser):
@@ -13,10 +31,37 @@ def add_node_flags(parser):
                         help=f"node label selector (default: {gpu.DEFAULT_NODE_SELECTOR})")
 
 
-def node_selection(args):
-    """Validates the node flags; returns (names, parsed selector, selector text)."""
-    names = list(dict.fromkeys(args.nodes or ()))
-    if names and args.selector:
-        raise UsageError("cannot specify both node names and --selector")
-    text = args.selector or (None if names else gpu.DEFAULT_NODE_SELECTOR)
-    return names, (selectors.parse(text) if text else None), text
+@dataclass(frozen=True)
+class NodeTarget:
+    """The nodes a command works on, by name or by label selector, and the cluster they are in."""
+
+    connection: ConnectionOptions
+    names: Tuple[str, ...]               # as given, without repeats; () means "by selector"
+    requirements: Optional[list]         # the parsed selector; None when nodes are named
+    selector_text: Optional[str]
+
+    @classmethod
+    def from_args(cls, args):
+        """Validates the node and connection flags."""
+        names = tuple(dict.fromkeys(args.nodes or ()))
+        if names and args.selector:
+            raise UsageError("cannot specify both node names and --selector")
+        text = args.selector or (None if names else gpu.DEFAULT_NODE_SELECTOR)
+        requirements = selectors.parse(text) if text else None
+        return cls(connection=connection_options(args), names=names, requirements=requirements,
+                   selector_text=text)
+
+
+class OnNodes:
+    """For the Options of the commands that work on GPU nodes (a ``target`` field): cli.py
+    connects to ``connection`` with a pool of ``pool_size`` connections."""
+
+    @property
+    def pool_size(self):
+        from ..kube.nodes import FETCH_WORKERS
+
+        return FETCH_WORKERS + 2     # the node and pod reads, the PDB list read beside them, a spare
+
+    @property
+    def connection(self):
+        return self.target.connection

@@ -7,7 +7,9 @@ helper ``kubectl_complete-gpuisolate``: a link to this program, next to it.
 krew cannot create that link, so make it once yourself (see below)."""
 
 import argparse
-import sys
+from dataclasses import dataclass
+
+from .common import IO
 
 SHELLS = ("bash", "zsh")
 
@@ -25,11 +27,21 @@ def add_parser(subparsers, parents):
         "completion", help="print the shell completion script (bash or zsh)",
         description=__doc__, epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("shell", choices=SHELLS, help="the shell: bash or zsh")
-    parser.set_defaults(run=run)
+    parser.set_defaults(options_class=CompletionOptions, run=run)
 
 
-def run(args, stdout=None):
+@dataclass(frozen=True)
+class CompletionOptions:
+    shell: str
+    connection = None        # needs no cluster
+
+    @classmethod
+    def from_args(cls, args):
+        return cls(shell=args.shell)
+
+
+def run(options: CompletionOptions, kube: None, io: IO) -> int:
     from ..completion.shell import shellcode
 
-    (stdout or sys.stdout).write(shellcode(args.shell))
+    io.out.write(shellcode(options.shell))
     return 0

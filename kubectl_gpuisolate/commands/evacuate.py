@@ -12,21 +12,22 @@ node.  Exit codes: 0 everything planned moved, 9 a node was refused, 10 pods
 were pending or failed at the end, 130/143 interrupted (SIGINT/SIGTERM)."""
 
 import argparse
-import sys
 import threading
 from dataclasses import dataclass
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 from ..completion.completers import complete_taint
 from ..core import planner
 from ..core.taints import DEFAULT_TAINT, Taint, parse_taint
 from ..errors import EXIT_INCOMPLETE, EXIT_OK, EXIT_PREFLIGHT, Interrupted, UsageError
 from ..evacuation.run import Evacuation
-from ..flags import (ConnectionOptions, DryRun, add_dry_run_flag, add_output_flag,
-                     connection_options, parse_dry_run, parse_duration)
+from ..flags import DryRun, add_dry_run_flag, add_output_flag, parse_dry_run, parse_duration
 from ..interrupts import graceful
 from ..output.evacuate import render
-from .common import add_node_flags, node_selection
+from .common import IO, NodeTarget, OnNodes, add_node_flags
+
+if TYPE_CHECKING:
+    from ..kube import KubeApi
 
 EXAMPLES = """examples:
   # Taint the GPU nodes, then move every pod that does not tolerate the taint
@@ -44,11 +45,8 @@ EXAMPLES = """examples:
 
 
 @dataclass(frozen=True)
-class EvacuateOptions:
-    connection: ConnectionOptions
-    names: list
-    requirements: list
-    selector_text: str
+class EvacuateOptions(OnNodes):
+    target: NodeTarget
     gpu_taint: Taint
     taint_first: bool
     delete_emptydir_data: bool
@@ -62,7 +60,7 @@ class EvacuateOptions:
 
     @classmethod
     def from_args(cls, args):
-        names, requirements, text = node_selection(args)
+        target = NodeTarget.from_args(args)
         if args.grace_period < -1:
             raise UsageError("--grace-period must be -1 (the pod's own) or a number of seconds >= 0")
         for flag, value in (("--max-parallel", args.max_parallel),
@@ -70,12 +68,30 @@ class EvacuateOptions:
             if value < 1:
                 raise UsageError(f"{flag} must be at least 1")
         timeout = parse_duration(args.timeout, "--timeout")
-        return cls(connection=connection_options(args), names=names, requirements=requirements,
-                   selector_text=text, gpu_taint=parse_taint(args.gpu_taint),
+        return cls(target=target, gpu_taint=parse_taint(args.gpu_taint),
                    taint_first=args.taint, delete_emptydir_data=args.delete_emptydir_data,
                    force=args.force, grace_period=args.grace_period, timeout=timeout or None,
                    max_parallel=args.max_parallel, parallel_nodes=args.parallel_nodes,
                    dry_run=parse_dry_run(args.dry_run), output=args.output)
+
+    @property
+    def pool_size(self):
+        # Evictions, plus per node slot its watch and the watches of finished nodes that
+        # are still in their (5s) window, plus the planner's reads.
+        return self.max_parallel + 4 * self.parallel_nodes + 8
+
+    # The engine (evacuation/run.py) reads the target's fields from the options.
+    @property
+    def names(self):
+        return self.target.names
+
+    @property
+    def requirements(self):
+        return self.target.requirements
+
+    @property
+    def selector_text(self):
+        return self.target.selector_text
 
     @property
     def plan_options(self):
@@ -108,7 +124,7 @@ def add_parser(subparsers, parents):
                         help="nodes evacuated at once (default 1)")
     add_dry_run_flag(parser)
     add_output_flag(parser, ("json", "yaml"))
-    parser.set_defaults(run=run)
+    parser.set_defaults(options_class=EvacuateOptions, run=run)
 
 
 def exit_code(results):
@@ -127,17 +143,10 @@ def execute(kube, options, *, out, err, clock=None, stop=None, **engine_args):
     return exit_code(results)
 
 
-def run(args, stdout=None):
-    options = EvacuateOptions.from_args(args)
-    from ..kube import connect
-
-    # Evictions, plus per node slot its watch and the watches of finished nodes that
-    # are still in their (5s) window, plus the planner's reads.
-    kube = connect(options.connection,
-                   pool_size=options.max_parallel + 4 * options.parallel_nodes + 8)
+def run(options: EvacuateOptions, kube: "KubeApi", io: IO) -> int:
     stop = threading.Event()
     with graceful(stop) as caught:   # the first signal sets stop; a second one ends it
-        code = execute(kube, options, out=stdout or sys.stdout, err=sys.stderr, stop=stop)
+        code = execute(kube, options, out=io.out, err=io.err, stop=stop)
     if caught:
         raise Interrupted(caught[0])
     return code

@@ -2,18 +2,21 @@
 its GPU count, whether the GPU taint is present, each pod's verdict and reason,
 and the PodDisruptionBudgets that would block a move."""
 
-import sys
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from ..completion.completers import complete_taint
 from ..core import planner
 from ..core.taints import DEFAULT_TAINT, Taint, parse_taint
 from ..errors import EXIT_FINDINGS, EXIT_OK
-from ..flags import ConnectionOptions, add_output_flag, connection_options
+from ..flags import add_output_flag
 from ..output import tables as output
-from ..output.status import render_text, to_document
-from .common import add_node_flags, node_selection
+from ..output.status import StatusResult, render_text, to_document
+from .common import IO, NodeTarget, OnNodes, add_node_flags
+
+if TYPE_CHECKING:
+    from ..kube import KubeApi
 
 EXAMPLES = """examples:
   # The GPU nodes and the pods on them that do not belong there
@@ -25,20 +28,15 @@ EXAMPLES = """examples:
 
 
 @dataclass(frozen=True)
-class StatusOptions:
-    connection: ConnectionOptions
-    names: list
-    requirements: list
-    selector_text: str
+class StatusOptions(OnNodes):
+    target: NodeTarget
     managed_taint: Taint
     output: str
     exit_code: bool
 
     @classmethod
     def from_args(cls, args):
-        names, requirements, text = node_selection(args)
-        return cls(connection=connection_options(args), names=names, requirements=requirements,
-                   selector_text=text, managed_taint=parse_taint(args.taint),
+        return cls(target=NodeTarget.from_args(args), managed_taint=parse_taint(args.taint),
                    output=args.output, exit_code=args.exit_code)
 
 
@@ -55,30 +53,31 @@ def add_parser(subparsers, parents):
     add_output_flag(parser, ("wide", "json", "yaml"))
     parser.add_argument("--exit-code", action="store_true",
                         help="exit 1 when pods are misplaced or GPU nodes are untainted")
-    parser.set_defaults(run=run)
+    parser.set_defaults(options_class=StatusOptions, run=run)
 
 
-def run(args, stdout=None):
-    options = StatusOptions.from_args(args)
-    from ..kube import connect
+def run(options: StatusOptions, kube: "KubeApi", io: IO) -> int:
     from ..kube.gather import build_plans
-    from ..kube.nodes import FETCH_WORKERS, find_nodes_with_version
+    from ..kube.nodes import find_nodes_with_version
 
-    stdout = stdout or sys.stdout
-    kube = connect(options.connection, pool_size=FETCH_WORKERS + 2)
+    target = options.target
     with ThreadPoolExecutor(max_workers=1) as early:
         pdbs = early.submit(kube.list_pdbs)     # needs no node: read while the nodes are
-        nodes, version = find_nodes_with_version(kube, options.names, options.requirements,
-                                                 options.selector_text, warn=output.warn)
+        nodes, version = find_nodes_with_version(kube, target.names, target.requirements,
+                                                 target.selector_text, warn=io.warn)
         # The pods are read as of the node list or later (one consistent read, not hundreds).
         plans = build_plans(kube, nodes, planner.PlanOptions(options.managed_taint),
                             not_older_than=version, pdbs=pdbs)
-    warnings = [w for plan in plans for w in plan.warnings]
-    for warning in warnings:
-        output.warn(warning)
+    result = StatusResult(nodes, plans, options.managed_taint)
+    for warning in result.warnings:
+        io.warn(warning)
     if options.output in ("json", "yaml"):
-        stdout.write(output.document(to_document(options, nodes, plans), options.output))
+        io.out.write(output.document(to_document(result), options.output))
     else:
-        stdout.write(render_text(nodes, plans, wide=options.output == "wide"))
-    findings = any(p.misplaced or not p.tainted for p in plans)
-    return EXIT_FINDINGS if options.exit_code and findings else EXIT_OK
+        io.out.write(render_text(result, wide=options.output == "wide"))
+    return EXIT_FINDINGS if options.exit_code and _findings(plans) else EXIT_OK
+
+
+def _findings(plans):
+    """What --exit-code reports: misplaced pods, or a GPU node without the GPU taint."""
+    return any(p.misplaced or not p.tainted for p in plans)

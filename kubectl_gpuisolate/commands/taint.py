@@ -5,16 +5,19 @@ another writer adds at the same moment is never lost (``kubectl taint``'s
 unguarded patch can lose it)."""
 
 import argparse
-import sys
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from ..completion.completers import complete_taint
 from ..core import planner
-from ..core.taints import DEFAULT_TAINT, Taint, parse_taint
+from ..core.taints import DEFAULT_TAINT, Taint, TaintRef, parse_taint, remove_taint
 from ..errors import EXIT_OK
-from ..flags import ConnectionOptions, DryRun, add_dry_run_flag, connection_options, parse_dry_run
-from ..output.tables import warn
-from .common import add_node_flags, node_selection
+from ..flags import DryRun, add_dry_run_flag, parse_dry_run
+from ..output.taint import TaintChange, render_change, untolerated_note
+from .common import IO, NodeTarget, OnNodes, add_node_flags
+
+if TYPE_CHECKING:
+    from ..kube import KubeApi
 
 EXAMPLES = """examples:
   # Taint every node labelled nvidia.com/gpu.present=true with nvidia.com/gpu=true:NoSchedule
@@ -26,21 +29,16 @@ EXAMPLES = """examples:
 
 
 @dataclass(frozen=True)
-class TaintOptions:
-    connection: ConnectionOptions
-    names: list
-    requirements: list
-    selector_text: str
+class TaintOptions(OnNodes):
+    target: NodeTarget
     taint: Taint
     overwrite: bool
     dry_run: DryRun
 
     @classmethod
     def from_args(cls, args):
-        names, requirements, text = node_selection(args)
-        return cls(connection=connection_options(args), names=names, requirements=requirements,
-                   selector_text=text, taint=parse_taint(args.taint), overwrite=args.overwrite,
-                   dry_run=parse_dry_run(args.dry_run))
+        return cls(target=NodeTarget.from_args(args), taint=parse_taint(args.taint),
+                   overwrite=args.overwrite, dry_run=parse_dry_run(args.dry_run))
 
 
 def add_taint_flags(parser):
@@ -57,38 +55,33 @@ def add_parser(subparsers, parents):
     add_node_flags(parser)
     add_taint_flags(parser)
     add_dry_run_flag(parser)
-    parser.set_defaults(run=run)
+    parser.set_defaults(options_class=TaintOptions, run=run)
 
 
 def _without_taint_key(node, taint):
     """The node as it will be judged once the new taint replaces any same-key one."""
     spec = dict(node.get("spec") or {})
-    spec["taints"] = [t for t in spec.get("taints") or ()
-                      if not (t.get("key") == taint.key and t.get("effect") == taint.effect)]
+    spec["taints"], _ = remove_taint(spec.get("taints"), TaintRef(taint.key, taint.effect))
     return dict(node, spec=spec)
 
 
-def run(args, stdout=None):
-    options = TaintOptions.from_args(args)
-    from ..kube import connect
+def run(options: TaintOptions, kube: "KubeApi", io: IO) -> int:
     from ..kube.gather import build_plans
     from ..kube.nodes import apply_taint, check_conflicts, find_nodes
 
-    stdout = stdout or sys.stdout
-    kube = connect(options.connection)
-    nodes = find_nodes(kube, options.names, options.requirements, options.selector_text, warn=warn)
+    target = options.target
+    nodes = find_nodes(kube, target.names, target.requirements, target.selector_text,
+                       warn=io.warn)
     check_conflicts(nodes, options.taint, overwrite=options.overwrite)
     # Say which GPU pods would not tolerate the new taint before writing it.
     judged = [_without_taint_key(n, options.taint) for n in nodes]
     plans = build_plans(kube, judged, planner.PlanOptions(options.taint), check_daemonsets=False)
     for plan in plans:
         for warning in plan.warnings:
-            warn(warning)
-        misplaced = len(plan.misplaced)
-        if misplaced:
-            sys.stderr.write(f"node/{plan.name}: {misplaced} running pod(s) do not tolerate "
-                             f"{options.taint}; the taint keeps new ones off, "
-                             "'kubectl gpuisolate evacuate' moves these\n")
-    apply_taint(kube, nodes, options.taint, overwrite=options.overwrite,
-                dry_run=options.dry_run, stdout=stdout)
+            io.warn(warning)
+        if plan.misplaced:
+            io.err.write(untolerated_note(plan, options.taint))
+    for node, verb in apply_taint(kube, nodes, options.taint, overwrite=options.overwrite,
+                                  dry_run=options.dry_run):
+        io.out.write(render_change(TaintChange(node["metadata"]["name"], verb, options.dry_run)))
     return EXIT_OK

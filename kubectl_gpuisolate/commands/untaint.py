@@ -2,15 +2,18 @@
 nodes.  Other taints are never touched; an absent taint is not an error."""
 
 import argparse
-import sys
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from ..completion.completers import complete_taint
-from ..core.taints import TaintRef, parse_taint_ref, remove_taint
+from ..core.taints import TaintRef, parse_taint_ref, remove_taint_write
 from ..errors import EXIT_OK
-from ..flags import ConnectionOptions, DryRun, add_dry_run_flag, connection_options, parse_dry_run
-from ..output.tables import warn
-from .common import add_node_flags, node_selection
+from ..flags import DryRun, add_dry_run_flag, parse_dry_run
+from ..output.taint import TaintChange, render_change
+from .common import IO, NodeTarget, OnNodes, add_node_flags
+
+if TYPE_CHECKING:
+    from ..kube import KubeApi
 
 DEFAULT_REF = "nvidia.com/gpu:NoSchedule"
 
@@ -24,19 +27,14 @@ EXAMPLES = """examples:
 
 
 @dataclass(frozen=True)
-class UntaintOptions:
-    connection: ConnectionOptions
-    names: list
-    requirements: list
-    selector_text: str
+class UntaintOptions(OnNodes):
+    target: NodeTarget
     ref: TaintRef
     dry_run: DryRun
 
     @classmethod
     def from_args(cls, args):
-        names, requirements, text = node_selection(args)
-        return cls(connection=connection_options(args), names=names, requirements=requirements,
-                   selector_text=text, ref=parse_taint_ref(args.taint),
+        return cls(target=NodeTarget.from_args(args), ref=parse_taint_ref(args.taint),
                    dry_run=parse_dry_run(args.dry_run))
 
 
@@ -49,23 +47,18 @@ def add_parser(subparsers, parents):
                         help=f"the taint to remove (default {DEFAULT_REF}); without an effect, "
                              "every effect of the key").completer = complete_taint
     add_dry_run_flag(parser)
-    parser.set_defaults(run=run)
+    parser.set_defaults(options_class=UntaintOptions, run=run)
 
 
-def run(args, stdout=None):
-    options = UntaintOptions.from_args(args)
-    from ..kube import connect
+def run(options: UntaintOptions, kube: "KubeApi", io: IO) -> int:
     from ..kube.nodes import find_nodes
 
-    stdout = stdout or sys.stdout
-    kube = connect(options.connection)
-    nodes = find_nodes(kube, options.names, options.requirements, options.selector_text, warn=warn)
+    target = options.target
+    nodes = find_nodes(kube, target.names, target.requirements, target.selector_text,
+                       warn=io.warn)
     for node in nodes:
         name = node["metadata"]["name"]
-
-        def compute(current):
-            remaining, removed = remove_taint(current, options.ref)
-            return (remaining, "untainted") if removed else (None, "not tainted")
-        _, verb = kube.update_node_taints(name, compute, dry_run=options.dry_run)
-        stdout.write(f"node/{name} {verb}{options.dry_run.suffix if verb == 'untainted' else ''}\n")
+        _, verb = kube.update_node_taints(
+            name, lambda current: remove_taint_write(current, options.ref), dry_run=options.dry_run)
+        io.out.write(render_change(TaintChange(name, verb, options.dry_run)))
     return EXIT_OK

@@ -12,6 +12,7 @@ Its one extra rule at the heart: a pod that tolerates the GPU taint stays.
 A new rule is one function in ``RULES`` and one row in docs/design.md's table.
 """
 
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, FrozenSet, Iterable, List, Optional, Sequence, Set, Tuple, cast
 
@@ -95,6 +96,11 @@ class NodePlan:
     def misplaced(self) -> List[PodDecision]:
         """Pods that do not belong on the node, gated or not."""
         return [d for d in self.decisions if d.action in (MOVE, BLOCKED)]
+
+    @property
+    def stay_reasons(self) -> "Counter[str]":
+        """How many pods stay, by reason: the one count status and evacuate print."""
+        return Counter(d.reason for d in self.with_action(STAY))
 
     @property
     def warnings(self) -> List[str]:

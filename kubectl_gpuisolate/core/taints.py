@@ -15,6 +15,11 @@ ApiTaint = Dict[str, Any]        # a taint or toleration as the API's JSON has i
 EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
 DEFAULT_TAINT = "nvidia.com/gpu=true:NoSchedule"
 
+# What adding or removing a taint did to a node: kubectl's verbs, and the two no-ops.
+TAINTED, MODIFIED, ALREADY_TAINTED = "tainted", "modified", "already tainted"
+UNTAINTED, NOT_TAINTED = "untainted", "not tainted"
+WRITES = frozenset({TAINTED, MODIFIED, UNTAINTED})      # the verbs that change the node
+
 _NAME = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
 _DNS1123_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 
@@ -141,28 +146,28 @@ def same_identity(a: ApiTaint, b: ApiTaint) -> bool:
 
 def add_taint(taints: Optional[Sequence[ApiTaint]], new: Taint, *,
               overwrite: bool) -> Tuple[List[ApiTaint], str]:
-    """Returns ``(new_taints, verb)`` with verb ``tainted``, ``modified`` or ``unchanged``.
+    """Returns ``(new_taints, verb)`` with verb TAINTED, MODIFIED or ALREADY_TAINTED.
 
     The same key and effect with another value is an error unless ``overwrite``.
     Other taints are kept as they are, in their order.
     """
     wanted = new.to_api()
     result: List[ApiTaint] = []
-    verb = "tainted"
+    verb = TAINTED
     for taint in taints or ():
         if same_identity(taint, wanted):
             if (taint.get("value") or "") == new.value:
-                return list(taints or ()), "unchanged"
+                return list(taints or ()), ALREADY_TAINTED
             if not overwrite:
                 raise ConflictError(
                     f"already has taint {Taint.from_api(taint)} with the same key and effect; "
                     "use --overwrite to change its value")
             result.append(dict(taint, **wanted) if new.value else
                           {k: v for k, v in dict(taint, **wanted).items() if k != "value"})
-            verb = "modified"
+            verb = MODIFIED
         else:
             result.append(taint)
-    if verb == "tainted":
+    if verb == TAINTED:
         result.append(wanted)
     return result, verb
 
@@ -175,6 +180,20 @@ def remove_taint(taints: Optional[Sequence[ApiTaint]],
     for taint in taints or ():
         (removed if ref.matches(taint) else remaining).append(taint)
     return remaining, removed
+
+
+# The two edits in the shape ``Kube.update_node_taints`` computes with:
+# (the taints to write, or None when nothing changes, the verb).
+def add_taint_write(taints: Optional[Sequence[ApiTaint]], new: Taint, *,
+                    overwrite: bool) -> Tuple[Optional[List[ApiTaint]], str]:
+    result, verb = add_taint(taints, new, overwrite=overwrite)
+    return (None if verb == ALREADY_TAINTED else result), verb
+
+
+def remove_taint_write(taints: Optional[Sequence[ApiTaint]],
+                       ref: TaintRef) -> Tuple[Optional[List[ApiTaint]], str]:
+    remaining, removed = remove_taint(taints, ref)
+    return (remaining, UNTAINTED) if removed else (None, NOT_TAINTED)
 
 
 def gpu_taints_on(node_taints: Optional[Sequence[ApiTaint]],

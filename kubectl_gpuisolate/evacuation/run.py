@@ -6,19 +6,19 @@ It returns one ``NodeResult`` per node and prints no data: the summary is the co
 happen; so do --taint's lines, to ``out``, as the taint command prints them."""
 
 import enum
-from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import List, Optional
 
 from ..core import planner
-from ..core.taints import gpu_taints_on
+from ..core.taints import ALREADY_TAINTED, gpu_taints_on
 from ..errors import AuthError, GpuIsolateError
 from ..flags import DryRun
 from ..kube.gather import build_plans
 from ..kube.nodes import apply_taint, find_nodes
 from ..output import tables as output
 from ..output.evacuate import report_pdbs, report_refusal
+from ..output.taint import TaintChange, render_change
 from .engine import Evictor
 from .plan import preflight, targets_for
 from .state import NOT_STARTED, TERMINATING, WOULD_EVICT, Clock, Halt, Outcome
@@ -94,10 +94,14 @@ def _taint_first(kube, nodes, options, stream):
             if not gpu_taints_on((n.get("spec") or {}).get("taints"), options.gpu_taint)]
     for node in nodes:
         if node not in todo:
-            stream.write(f"node/{node['metadata']['name']} already tainted\n")
-    updated = {n["metadata"]["name"]: n for n in
-               apply_taint(kube, todo, options.gpu_taint, overwrite=False,
-                           dry_run=options.dry_run, stdout=stream)} if todo else {}
+            stream.write(render_change(TaintChange(node["metadata"]["name"], ALREADY_TAINTED,
+                                                   options.dry_run)))
+    updated = {}
+    for node, verb in apply_taint(kube, todo, options.gpu_taint, overwrite=False,
+                                  dry_run=options.dry_run):
+        name = node["metadata"]["name"]
+        stream.write(render_change(TaintChange(name, verb, options.dry_run)))
+        updated[name] = node
     return [updated.get(n["metadata"]["name"], n) for n in nodes]
 
 
@@ -199,10 +203,9 @@ class Evacuation:
             self.progress(f"node/{plan.name} is cordoned, not by evacuate; "
                           "leaving the cordon as it is")
         targets = targets_for(plan)
-        stays = Counter(d.reason for d in plan.with_action(planner.STAY))
         self.progress(f"node/{plan.name}: {len(plan.to_move)} pod(s) to evict, "
                       f"{sum(1 for t in targets if t.terminating)} terminating, "
-                      f"{sum(stays.values())} stay")
+                      f"{sum(plan.stay_reasons.values())} stay")
         outcomes = evictor.evacuate_node(plan.name, targets)
         if self.options.dry_run is not DryRun.NONE:
             # A dry run waits for nothing: a pod already terminating would be gone anyway.

@@ -7,7 +7,7 @@ caller's ``warn``, which formats them.
 from concurrent.futures import ThreadPoolExecutor
 
 from ..core import gpu, selectors
-from ..core.taints import add_taint
+from ..core.taints import add_taint, add_taint_write
 from ..errors import ConflictError, NotFound
 
 FETCH_WORKERS = 8
@@ -54,7 +54,6 @@ def _node_or_none(kube, name):
         return None
 
 
-
 def check_conflicts(nodes, taint, *, overwrite):
     """Refuses before any write when a node has the key and effect with another value."""
     for node in nodes:
@@ -64,25 +63,20 @@ def check_conflicts(nodes, taint, *, overwrite):
             raise ConflictError(f"node {node['metadata']['name']} {exc}") from None
 
 
-def apply_taint(kube, nodes, taint, *, overwrite, dry_run, stdout):
-    """Taints the nodes (shared with ``evacuate --taint``).  Returns the updated nodes.
+def apply_taint(kube, nodes, taint, *, overwrite, dry_run):
+    """Taints the nodes (shared with ``evacuate --taint``), yielding ``(updated node, verb)``
+    as each is written, so that the caller can report each write before the next starts
+    (an error midway leaves the earlier ones reported).  The verbs are core.taints'.
 
-    Every node is checked before any is written, so a value conflict on one
-    node leaves all of them untouched.
+    Call ``check_conflicts`` first, so that a value conflict on any node leaves all of them
+    untouched; each write still refuses one that appeared since.
     """
-    check_conflicts(nodes, taint, overwrite=overwrite)
-    updated = []
     for node in nodes:
         name = node["metadata"]["name"]
-
-        def compute(current):
-            new, verb = add_taint(current, taint, overwrite=overwrite)
-            return (None if verb == "unchanged" else new), verb
         try:
-            result, verb = kube.update_node_taints(name, compute, dry_run=dry_run)
+            updated, verb = kube.update_node_taints(
+                name, lambda current: add_taint_write(current, taint, overwrite=overwrite),
+                dry_run=dry_run)
         except ConflictError as exc:
             raise ConflictError(f"node {name} {exc}") from None
-        text = "already tainted" if verb == "unchanged" else verb
-        stdout.write(f"node/{name} {text}{'' if verb == 'unchanged' else dry_run.suffix}\n")
-        updated.append(result)
-    return updated
+        yield updated, verb

@@ -4,9 +4,8 @@ evicted), the plan (--dry-run=client) and the final summary per node (stdout),
 and the json/yaml document of either (``render``).  The results are
 ``evacuation.run.NodeResult``s, read through their fields and properties."""
 
-from collections import Counter
-
 from ..core import planner
+from ..core.taints import Taint
 from ..flags import DryRun
 from . import tables as output
 
@@ -51,7 +50,7 @@ def report_pdbs(checks, options, stream):
 
 
 def _stay_text(plan):
-    stays = Counter(d.reason for d in plan.with_action(planner.STAY)) if plan else Counter()
+    stays = plan.stay_reasons if plan else {}
     total = sum(stays.values())
     detail = ", ".join(f"{n} {r}" for r, n in sorted(stays.items()))
     return f"{total} ({detail})" if total else "0"
@@ -71,8 +70,7 @@ def render_plan(results, options):
     parts = []
     for result in results:
         plan = result.plan
-        taint = ", ".join(f"{t['key']}{'=' + t['value'] if t.get('value') else ''}:{t['effect']}"
-                          for t in plan.gpu_taints) or "absent"
+        taint = ", ".join(str(Taint.from_api(t)) for t in plan.gpu_taints) or "absent"
         verdict = "would be refused" if result.refused else \
             f"would evict {len(plan.to_move)} pod(s)"
         parts.append(f"{chr(10) if parts else ''}node/{plan.name}: GPU taint {taint}; {verdict}, "

@@ -1,7 +1,7 @@
 """Rendering: kubectl-style tables, the custom-columns node view, json and yaml.
 
-The only module that formats data for stdout.  Commands hand it plain rows
-or documents; progress and warnings go to stderr through ``Progress``.
+The building blocks of the output package: its command modules hand it plain rows or
+documents; progress and warnings go to stderr through ``Progress`` and ``warn``.
 """
 
 import json

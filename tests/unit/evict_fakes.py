@@ -5,7 +5,7 @@ import json
 import threading
 import time
 
-from kubectl_gpuisolate.errors import api_error
+from kubectl_gpuisolate.errors import NotFound, api_error
 from kubectl_gpuisolate.flags import DryRun
 
 NODE = "gpu-1"
@@ -201,7 +201,8 @@ class InFlight:
 
 
 class FakeCluster:
-    """Nodes, pods and PDBs; evictions delete at once unless scripted otherwise."""
+    """Nodes, pods and PDBs; evictions delete at once unless scripted otherwise.  Taint writes
+    that are not dry runs change the node and are logged as ("taint", node name)."""
 
     def __init__(self, nodes, pods, pdbs=(), script=None, on_evict=None):
         self.nodes = {n["metadata"]["name"]: n for n in nodes}
@@ -220,6 +221,8 @@ class FakeCluster:
         return self.list_nodes(selector), "1"
 
     def get_node(self, name):
+        if name not in self.nodes:
+            raise NotFound(f'node "{name}" not found; check the name with \'kubectl get nodes\'')
         return json.loads(json.dumps(self.nodes[name]))
 
     def update_node_taints(self, name, compute, *, dry_run, attempts=8):

@@ -9,7 +9,8 @@ import pytest
 
 from kubectl_gpuisolate import __version__, cli, interrupts
 from kubectl_gpuisolate.errors import (EXIT_CONFIG, EXIT_INTERNAL, EXIT_SIGINT, EXIT_USAGE,
-                                       ConflictError)
+                                       ConfigError, ConflictError)
+from kubectl_gpuisolate.flags import ConnectionOptions
 
 from .conftest import REPO
 
@@ -179,11 +180,56 @@ def test_malformed_kubeconfig_exit_3(tmp_path, capsys):
     assert err.count("\n") == 1
 
 
+# -- the command seam: options, then one connection, then run(options, kube, io) -------------------
+@pytest.mark.parametrize("argv, pool_size", [
+    (["status"], 10), (["taint"], 10), (["untaint"], 10), (["evacuate"], 8 + 4 + 8),
+    (["evacuate", "--max-parallel", "3", "--parallel-nodes", "2"], 3 + 8 + 8),
+], ids=["status", "taint", "untaint", "evacuate", "evacuate-parallel"])
+def test_cli_connects_once_with_the_commands_pool_size(monkeypatch, capsys, argv, pool_size):
+    calls = []
+
+    def connect(connection, *, pool_size):
+        calls.append((connection, pool_size))
+        raise ConfigError("not connecting in a unit test")
+    monkeypatch.setattr("kubectl_gpuisolate.kube.connect", connect)
+    code, out, err = run_main(["--context", "c1"] + argv, capsys)
+    assert calls == [(ConnectionOptions(context="c1"), pool_size)]
+    assert (code, out, err) == (EXIT_CONFIG, "", "error: not connecting in a unit test\n")
+
+
+def test_cli_hands_the_command_its_options_the_connection_and_the_streams(monkeypatch, capsys):
+    from kubectl_gpuisolate.commands import untaint
+
+    fake, seen = object(), []
+    monkeypatch.setattr("kubectl_gpuisolate.kube.connect", lambda connection, *, pool_size: fake)
+
+    def run(options, kube, io):
+        seen.append((options, kube))
+        io.out.write("to stdout\n")
+        io.err.write("to stderr\n")
+        return 0
+    monkeypatch.setattr(untaint, "run", run)
+    assert run_main(["untaint", "n1", "--dry-run", "client"], capsys) == (0, "to stdout\n",
+                                                                         "to stderr\n")
+    [(options, kube)] = seen
+    assert kube is fake
+    assert isinstance(options, untaint.UntaintOptions) and options.target.names == ("n1",)
+
+
+@pytest.mark.parametrize("argv", [["version"], ["completion", "bash"]])
+def test_commands_without_a_cluster_never_connect(monkeypatch, capsys, argv):
+    def connect(*args, **kwargs):
+        raise AssertionError("connected")
+    monkeypatch.setattr("kubectl_gpuisolate.kube.connect", connect)
+    code, out, err = run_main(argv, capsys)
+    assert (code, err) == (0, "") and out
+
+
 # -- the one exit point ----------------------------------------------------------------------------
 def patch_version_run(monkeypatch, exc):
     from kubectl_gpuisolate.commands import version
 
-    def run(args, stdout=None):
+    def run(options, kube, io):
         raise exc
     monkeypatch.setattr(version, "run", run)
 

@@ -6,12 +6,14 @@ import io
 import json
 import os
 import signal
+import sys
 import threading
 
 import pytest
 
 from kubectl_gpuisolate import cli
 from kubectl_gpuisolate.commands import evacuate
+from kubectl_gpuisolate.commands.common import IO
 from kubectl_gpuisolate.evacuation.run import Evacuation, NodeState
 from kubectl_gpuisolate.errors import (EXIT_INCOMPLETE, EXIT_OK, EXIT_PREFLIGHT, EXIT_SIGINT,
                                        EXIT_SIGTERM, EXIT_USAGE, ConnectionFailed, Interrupted,
@@ -295,14 +297,12 @@ def test_interrupt_stops_new_evictions_and_prints_what_is_pending():
 
 @pytest.mark.parametrize("signum, exit_code", [(signal.SIGINT, EXIT_SIGINT),
                                                (signal.SIGTERM, EXIT_SIGTERM)])
-def test_signals_exit_130_or_143_after_the_summary(monkeypatch, capfd, signum, exit_code):
+def test_signals_exit_130_or_143_after_the_summary(capfd, signum, exit_code):
     nodes, pods = seed_like()
     cluster = FakeCluster(nodes, pods, on_evict=lambda c, name: os.kill(os.getpid(), signum))
-    monkeypatch.setattr("kubectl_gpuisolate.kube.connect", lambda *a, **k: cluster)
-    args = cli.build_parser().parse_args(["evacuate", "--delete-emptydir-data"])
     before = signal.getsignal(signum)
     with pytest.raises(Interrupted) as caught:
-        evacuate.run(args)
+        evacuate.run(options("--delete-emptydir-data"), cluster, IO(out=sys.stdout, err=sys.stderr))
     assert caught.value.exit_code == exit_code
     assert signal.getsignal(signum) is before
     out, err = capfd.readouterr()

@@ -4,8 +4,9 @@ import pytest
 
 from kubectl_gpuisolate.errors import EXIT_CONFLICT, EXIT_USAGE, ConflictError, UsageError
 from kubectl_gpuisolate.core.taints import (DEFAULT_TAINT, Taint, TaintRef, add_taint,
-                                       effective_gpu_taints, gpu_taints_on, parse_taint,
-                                       parse_taint_ref, remove_taint, tolerates, tolerates_all)
+                                       add_taint_write, effective_gpu_taints, gpu_taints_on,
+                                       parse_taint, parse_taint_ref, remove_taint,
+                                       remove_taint_write, tolerates, tolerates_all)
 
 from ..factories import (CONTROL_PLANE_TAINT, DEFAULT_TOLERATIONS, GPU_TAINT, GPU_TAINT_PRESENT,
                         INFERENCE_TOLERATIONS)
@@ -239,15 +240,15 @@ ADD_CASES = [
     ([], NEW_TRUE, False, [GPU_TAINT], "tainted", "empty"),
     ([CONTROL_PLANE_TAINT], NEW_TRUE, False, [CONTROL_PLANE_TAINT, GPU_TAINT], "tainted",
      "appended-after-others"),
-    ([GPU_TAINT], NEW_TRUE, False, [GPU_TAINT], "unchanged", "same"),
-    ([GPU_TAINT], NEW_TRUE, True, [GPU_TAINT], "unchanged", "same-overwrite"),
+    ([GPU_TAINT], NEW_TRUE, False, [GPU_TAINT], "already tainted", "same"),
+    ([GPU_TAINT], NEW_TRUE, True, [GPU_TAINT], "already tainted", "same-overwrite"),
     ([CONTROL_PLANE_TAINT, GPU_TAINT_PRESENT, TIMED], NEW_TRUE, True,
      [CONTROL_PLANE_TAINT, GPU_TAINT, TIMED], "modified", "overwrite-keeps-order"),
     ([GPU_TAINT], NEW_NOVALUE, True, [{"key": "nvidia.com/gpu", "effect": "NoSchedule"}],
      "modified", "overwrite-to-no-value"),
     ([NO_EXEC], NEW_TRUE, False, [NO_EXEC, GPU_TAINT], "tainted", "other-effect-is-other-taint"),
     ([{"key": "nvidia.com/gpu", "effect": "NoSchedule"}], NEW_NOVALUE, False,
-     [{"key": "nvidia.com/gpu", "effect": "NoSchedule"}], "unchanged", "no-value-same"),
+     [{"key": "nvidia.com/gpu", "effect": "NoSchedule"}], "already tainted", "no-value-same"),
 ]
 
 
@@ -304,6 +305,32 @@ def test_remove_taint(ref, remaining, removed):
 
 def test_remove_taint_from_none():
     assert remove_taint(None, TaintRef("k", None)) == ([], [])
+
+
+# -- the writes: what Kube.update_node_taints computes with ---------------------------------------
+@pytest.mark.parametrize("existing, overwrite, expected", [
+    (None, False, ([GPU_TAINT], "tainted")),
+    ([CONTROL_PLANE_TAINT], False, ([CONTROL_PLANE_TAINT, GPU_TAINT], "tainted")),
+    ([GPU_TAINT], False, (None, "already tainted")),
+    ([GPU_TAINT_PRESENT], True, ([GPU_TAINT], "modified")),
+], ids=["none", "beside-others", "already", "overwrite"])
+def test_add_taint_write_writes_nothing_when_the_node_has_the_taint(existing, overwrite, expected):
+    assert add_taint_write(existing, NEW_TRUE, overwrite=overwrite) == expected
+
+
+def test_add_taint_write_refuses_a_value_conflict():
+    with pytest.raises(ConflictError):
+        add_taint_write([GPU_TAINT_PRESENT], NEW_TRUE, overwrite=False)
+
+
+@pytest.mark.parametrize("ref, expected", [
+    (TaintRef("nvidia.com/gpu", None), ([CONTROL_PLANE_TAINT, OTHER_KEY], "untainted")),
+    (TaintRef("nvidia.com/gpu", "NoExecute"),
+     ([CONTROL_PLANE_TAINT, GPU_TAINT, OTHER_KEY], "untainted")),
+    (TaintRef("amd.com/gpu", None), (None, "not tainted")),
+], ids=["all-effects", "one-effect", "absent"])
+def test_remove_taint_write(ref, expected):
+    assert remove_taint_write(list(NODE_TAINTS), ref) == expected
 
 
 # -- gpu_taints_on / effective_gpu_taints ----------------------------------------------------------

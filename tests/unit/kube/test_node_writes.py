@@ -4,7 +4,7 @@ and retried, a write whose answer was lost keeps its verb, throttling waits as t
 
 import pytest
 
-from kubectl_gpuisolate.core.taints import Taint, add_taint
+from kubectl_gpuisolate.core.taints import ALREADY_TAINTED, Taint, add_taint
 from kubectl_gpuisolate.errors import (ConflictError, ConnectionFailed, Forbidden, ServerError,
                                        api_error)
 from kubectl_gpuisolate.flags import DryRun
@@ -78,7 +78,7 @@ class Answer:
 
 def compute(current):
     new, verb = add_taint(current, GPU, overwrite=False)
-    return (None if verb == "unchanged" else new), verb
+    return (None if verb == ALREADY_TAINTED else new), verb
 
 
 def scripted(script, taints=()):
@@ -113,9 +113,9 @@ def test_a_write_whose_answer_was_lost_keeps_its_verb(lost):
     assert len(sleeps) == 1
 
 
-def test_a_node_already_tainted_is_reported_unchanged():
+def test_a_node_already_tainted_is_reported_so():
     _, verb, fake, sleeps = taint([], taints=[GPU.to_api()])
-    assert verb == "unchanged" and fake.patches() == [] and sleeps == []
+    assert verb == "already tainted" and fake.patches() == [] and sleeps == []
 
 
 def test_a_connection_reset_before_the_write_is_retried():
