@@ -236,6 +236,7 @@ def _connect_in_cluster(options, pool_size):
                         cluster={"server": config.host, "certificate-authority": config.ssl_ca_cert},
                         user={}, namespace=namespace or "default", merged=Merged(paths=[]))
     kube = Kube(selected, options, pool_size=pool_size)
-    token = (config.api_key or {}).get("authorization")
+    # The loader keeps the file's trailing newline, which no header may hold; client-go trims it.
+    token = ((config.api_key or {}).get("authorization") or "").strip()
     kube._in_cluster_auth = {"Authorization": token} if token else {}
     return kube

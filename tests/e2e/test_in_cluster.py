@@ -270,3 +270,12 @@ def test_a_missing_token_file_fails_in_one_line_with_exit_3(cluster):
     result = pod(pod.files(token=None), "status")
     one_line_error(result, 3)
     assert "token" in result.stderr.lower(), result.stderr
+
+
+def test_a_token_file_ending_in_a_newline_works(cluster):
+    """As written by `kubectl create token > token`: client-go trims it, so must the plugin
+    (a newline in the header once made an internal error that printed the token)."""
+    pod = cluster["pod"]
+    result = pod(pod.files(cluster["tokens"][ACCOUNT] + "\n"), "status", "-o", "json")
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)["nodes"], result.stdout
