@@ -22,7 +22,8 @@ from ..output.evacuate import report_pdbs, report_refusal
 from ..output.taint import TaintChange, render_change
 from .engine import Evictor
 from .plan import preflight, targets_for
-from .seal import Seal, needs_seal, not_sealed, plan_options_for, seal, seal_mode
+from .seal import (Seal, already_noexecute_warnings, needs_seal, not_sealed, plan_options_for, seal,
+                   seal_mode)
 from .state import NOT_STARTED, TERMINATING, WOULD_EVICT, Clock, Halt, Outcome
 
 # What evicting needs beyond reading: the eviction itself, and reading a pod after a 409.
@@ -166,7 +167,8 @@ class Evacuation:
             nodes, self.fenced = _taint_first(self.kube, nodes, options,
                                               err if options.output else self.out)
         plans = build_node_plans(self.kube, nodes, options)
-        for warning in (w for p in plans for w in p.warnings):
+        for warning in [w for p in plans for w in p.warnings] + \
+                already_noexecute_warnings(self.kube, nodes, options):
             output.warn(warning, err)
         checks = [preflight(p, options) for p in plans]
         if options.dry_run is not DryRun.CLIENT:

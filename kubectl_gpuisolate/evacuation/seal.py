@@ -14,7 +14,7 @@ effect of the key (not NoSchedule) is evicted, although it could have stayed.
 """
 
 from dataclasses import dataclass
-from typing import Optional, Tuple
+from typing import Tuple
 
 from ..core import planner
 from ..core.noexecute import NO_EXECUTE, Deletion, deletions, fence_for
@@ -102,7 +102,22 @@ def _remove_fence(kube, name, fence, dry_run) -> bool:
     return verb == UNTAINTED
 
 
-def seal_state(results) -> Optional[bool]:
-    """False when a fenced node was not sealed, True when all were, None without seal mode."""
-    seals = [r.seal for r in results if getattr(r, "seal", None) is not None]
-    return all(s.applied for s in seals) if seals else None
+def already_noexecute_warnings(kube, nodes, options):
+    """Nodes that already have the NoExecute GPU taint: the pods it is deleting or will delete
+    (tolerationSeconds), whatever evacuate does; one warning per node."""
+    if options.gpu_taint.effect != NO_EXECUTE:
+        return []
+    warnings = []
+    for node in nodes:
+        on_node = gpu_taints_on((node.get("spec") or {}).get("taints"), options.gpu_taint)
+        if not on_node:
+            continue
+        name = node["metadata"]["name"]
+        doomed = deletions(kube.list_pods_on_node(name), options.gpu_taint, kube.list_pdbs())
+        if doomed:
+            pods = ", ".join(d.ref + (f" (after {d.after}s)" if d.after else "") for d in doomed)
+            warnings.append(f"node/{name} has the NoExecute GPU taint: the taint-eviction controller "
+                            f"deletes, bypassing every PodDisruptionBudget, {pods}; evacuate evicts "
+                            "through the Eviction API only those it reaches first")
+    return warnings
+

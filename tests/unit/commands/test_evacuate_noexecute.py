@@ -161,3 +161,21 @@ def test_behind_the_fence_a_pod_tolerating_only_noexecute_moves():
     code, _, _ = execute(cluster, *SEAL)
     assert code == EXIT_OK and evictions(cluster) == ["default/tol"]
     assert taints(cluster) == [NO_EXECUTE]
+
+
+def test_without_taint_a_node_already_noexecute_warns_about_what_its_taint_deletes():
+    lingering = pod("agent", tolerations=[dict(TOL_NOEXEC, tolerationSeconds=300)],
+                    owner_ref=owner("DaemonSet", "agent"))
+    cluster = FakeCluster([gpu_node(GPU_A, taints=[NO_EXECUTE])], [web(), lingering])
+    code, _, err = execute(cluster, "--gpu-taint", NOEXEC_SPEC, "--timeout", "0")
+    assert code == EXIT_OK and evictions(cluster) == ["apps/web-1"] and writes(cluster) == []
+    assert (f"Warning: node/{GPU_A} has the NoExecute GPU taint: the taint-eviction controller "
+            "deletes, bypassing every PodDisruptionBudget, apps/web-1, default/agent (after "
+            "300s); evacuate evicts through the Eviction API only those it reaches first") \
+        in err.splitlines()
+
+
+def test_a_noschedule_run_reads_no_pods_for_noexecute_warnings():
+    cluster = FakeCluster([gpu_node(GPU_A, taints=[GPU_TAINT, NO_EXECUTE])], [web()])
+    code, _, err = execute(cluster, "--timeout", "0")
+    assert code == EXIT_OK and "taint-eviction controller" not in err
