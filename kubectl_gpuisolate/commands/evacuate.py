@@ -31,8 +31,8 @@ from typing import TYPE_CHECKING, Optional
 
 from ..completion.completers import complete_taint
 from ..core import planner
-from ..core.taints import DEFAULT_TAINT, Taint, parse_taint
 from ..core.noexecute import PREFER_NO_SCHEDULE
+from ..core.taints import DEFAULT_TAINT, Taint, parse_taint
 from ..errors import EXIT_FENCED, EXIT_INCOMPLETE, EXIT_OK, EXIT_PREFLIGHT, Interrupted, UsageError
 from ..evacuation.run import Evacuation
 from ..flags import DryRun, add_dry_run_flag, add_output_flag, parse_dry_run, parse_duration

@@ -18,8 +18,9 @@ from typing import TYPE_CHECKING
 
 from ..completion.completers import complete_taint
 from ..core import planner
-from ..core.taints import DEFAULT_TAINT, Taint, TaintRef, parse_taint, remove_taint
 from ..core.noexecute import NO_EXECUTE, PREFER_NO_SCHEDULE, deletions
+from ..core.taints import (ALREADY_TAINTED, DEFAULT_TAINT, Taint, TaintRef, add_taint, parse_taint,
+                           remove_taint)
 from ..errors import EXIT_OK, EXIT_PREFLIGHT, GpuIsolateError
 from ..flags import DryRun, add_dry_run_flag, parse_dry_run
 from ..output.taint import (TaintChange, deletion_report, prefer_warning, render_change,
@@ -88,8 +89,6 @@ def _check_deletions(kube, nodes, options, io):
     """NoExecute: names, on every node, the pods the taint would delete; refuses (exit 9)
     before any write when there are some and --allow-pod-deletion was not given."""
     from ..kube.gather import gather
-
-    from ..core.taints import ALREADY_TAINTED, add_taint
 
     # A node that already has this very taint is not written, so nothing is deleted because of us.
     todo = [n for n in nodes if add_taint((n.get("spec") or {}).get("taints"), options.taint,

@@ -114,7 +114,7 @@ def _taint_first(kube, nodes, options, stream):
 
 def build_node_plans(kube, nodes, options):
     """build_plans, each node planned against its fence while it is only fenced (seal.py)."""
-    groups = {}
+    groups: dict = {}
     for node in nodes:
         groups.setdefault(plan_options_for(node, options), []).append(node)
     plans = {}

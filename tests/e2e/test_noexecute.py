@@ -9,7 +9,6 @@ import threading
 from pathlib import Path
 
 import pytest
-
 from plugin import gpuisolate, plugin_bin  # noqa: F401  (fixtures)
 from sandbox_helpers import GPU_A, GPU_B, GPU_NODES, owner_kind, wait_until
 

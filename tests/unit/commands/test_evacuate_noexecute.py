@@ -7,11 +7,17 @@ import json
 
 import pytest
 
-from kubectl_gpuisolate.errors import (EXIT_FENCED, EXIT_INCOMPLETE, EXIT_OK, EXIT_PREFLIGHT,
-                                       EXIT_USAGE, UsageError)
+from kubectl_gpuisolate.errors import (
+    EXIT_FENCED,
+    EXIT_INCOMPLETE,
+    EXIT_OK,
+    EXIT_PREFLIGHT,
+    EXIT_USAGE,
+    UsageError,
+)
 
 from ..evict_fakes import FakeClock, FakeCluster, pdb_429
-from ..factories import (GPU_A, GPU_TAINT, INFERENCE_TOLERATIONS, gpu_node, owner, pdb, pod)
+from ..factories import GPU_A, GPU_TAINT, INFERENCE_TOLERATIONS, gpu_node, owner, pdb, pod
 from .helpers import table_rows
 from .test_evacuate import execute, options
 

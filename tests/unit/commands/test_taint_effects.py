@@ -7,8 +7,7 @@ import pytest
 from kubectl_gpuisolate.errors import EXIT_OK, EXIT_PREFLIGHT, EXIT_USAGE, GpuIsolateError, UsageError
 
 from ..evict_fakes import FakeCluster
-from ..factories import (GPU_A, GPU_B, GPU_TAINT, INFERENCE_TOLERATIONS, gpu_node, owner, pdb,
-                         pod)
+from ..factories import GPU_A, GPU_B, GPU_TAINT, INFERENCE_TOLERATIONS, gpu_node, owner, pdb, pod
 from .helpers import buffers, run_command
 
 NOEXEC_SPEC = "nvidia.com/gpu=true:NoExecute"

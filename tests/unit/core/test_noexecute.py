@@ -2,13 +2,21 @@
 
 import pytest
 
-from kubectl_gpuisolate.core.noexecute import (WHY_DAEMONSET, WHY_FINISHED, WHY_GPU, WHY_MIRROR,
-                                               WHY_NO_CONTROLLER, WHY_PDB, Deletion,
-                                               deletion_delay, deletions, fence_for)
+from kubectl_gpuisolate.core.noexecute import (
+    WHY_DAEMONSET,
+    WHY_FINISHED,
+    WHY_GPU,
+    WHY_MIRROR,
+    WHY_NO_CONTROLLER,
+    WHY_PDB,
+    Deletion,
+    deletion_delay,
+    deletions,
+    fence_for,
+)
 from kubectl_gpuisolate.core.taints import Taint
 
-from ..factories import (DEFAULT_TOLERATIONS, GPU_TOLERATION, INFERENCE_TOLERATIONS, TOLERATE_ALL,
-                         owner, pod)
+from ..factories import DEFAULT_TOLERATIONS, GPU_TOLERATION, INFERENCE_TOLERATIONS, TOLERATE_ALL, owner, pod
 
 NOEXEC = Taint("nvidia.com/gpu", "true", "NoExecute")
 TOL_NOEXEC = {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoExecute"}
