@@ -163,6 +163,10 @@ class Evacuation:
         nodes = find_nodes(self.kube, options.names, options.requirements, options.selector_text,
                            warn=lambda message: output.warn(message, err))
         self.fenced = set()
+        if seal_mode(options):
+            self.progress(f"{options.gpu_taint} deletes the pods that do not tolerate it: fencing "
+                          f"with {fence_for(options.gpu_taint)} first, NoExecute goes on only where "
+                          "no pod left would be deleted")
         if options.taint_first:
             nodes, self.fenced = _taint_first(self.kube, nodes, options,
                                               err if options.output else self.out)

@@ -49,9 +49,13 @@ def requests_gpu(pod):
 
 
 def protected(sandbox):
-    """The pods on the GPU nodes that must never be deleted: PDB-guarded, GPU and DaemonSet pods."""
+    """The pods on the GPU nodes that must never be deleted: GPU and DaemonSet pods, and those a
+    PDB allowing no disruption guards (within its budget a PDB-guarded pod may be evicted; the
+    PdbMonitor checks that budget)."""
     guarded = set()
     for pdb in sandbox.get_json("pdb", "-A")["items"]:
+        if (pdb.get("status") or {}).get("disruptionsAllowed", 0) > 0:
+            continue
         labels = (pdb["spec"].get("selector") or {}).get("matchLabels") or {}
         for pod in sandbox.pods("-n", pdb["metadata"]["namespace"]):
             if labels and all((pod["metadata"].get("labels") or {}).get(k) == v
@@ -119,7 +123,8 @@ def test_taint_noexecute_refuses_and_changes_nothing(gpuisolate, clean):
 
 def test_evacuate_fences_first_and_deletes_no_protected_pod(gpuisolate, clean):
     watched = protected(clean)
-    assert watched, "the seed has PDB-guarded, GPU and DaemonSet pods on the GPU nodes"
+    assert "nai-system/nai-db-0" in watched.values()
+    assert any(name.startswith("nai-admin/llama32-iep-predictor") for name in watched.values())
     monitor = PdbMonitor(Admin(clean.dir)).start()
     samples, stop = [], threading.Event()
 
