@@ -198,7 +198,7 @@ class Evacuation:
             return _refused(check)
         if self.halt.halted():
             why = "interrupted" if self.halt.stop.is_set() else "the deadline passed"
-            return _not_started(plan, f"{why} before this node")
+            return self._sealed(node, _not_started(plan, f"{why} before this node"))
         started = self.halt.clock.now()
         known = {d.uid for d in plan.decisions}
         real = self.options.dry_run is DryRun.NONE
@@ -223,7 +223,9 @@ class Evacuation:
         if not needs_seal(node, self.options):
             return result
         if result.state not in (NodeState.EVACUATED, NodeState.CHECKED, NodeState.PLANNED):
-            result.seal = not_sealed(self.options, "pods were left on the node")
+            why = "its turn never came" if result.state is NodeState.NOT_STARTED else \
+                "pods were left on the node"
+            result.seal = not_sealed(self.options, why)
             return result
         leaving = frozenset() if self.options.dry_run is DryRun.NONE else \
             frozenset(t.uid for t in targets_for(result.plan))

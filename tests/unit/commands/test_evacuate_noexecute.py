@@ -185,3 +185,15 @@ def test_a_noschedule_run_reads_no_pods_for_noexecute_warnings():
     cluster = FakeCluster([gpu_node(GPU_A, taints=[GPU_TAINT, NO_EXECUTE])], [web()])
     code, _, err = execute(cluster, "--timeout", "0")
     assert code == EXIT_OK and "taint-eviction controller" not in err
+
+
+def test_a_node_whose_turn_never_came_keeps_the_fence():
+    import threading
+    stop = threading.Event()
+    stop.set()                       # interrupted before the first node
+    cluster = FakeCluster([gpu_node(GPU_A)], [web()])
+    code, out, _ = execute(cluster, *SEAL, stop=stop)
+    assert evictions(cluster) == [] and taints(cluster) == [GPU_TAINT]
+    assert (f"  node/{GPU_A}: {NOEXEC_SPEC} not applied: its turn never came; the node keeps the "
+            "fence nvidia.com/gpu=true:NoSchedule") in out.splitlines()
+    assert code == EXIT_INCOMPLETE
