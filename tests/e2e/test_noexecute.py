@@ -95,7 +95,7 @@ def test_the_sandbox_runs_the_taint_eviction_controller(clean):
     """A plain `kubectl taint` NoExecute deletes a pod that does not tolerate it."""
     clean.kubectl("create", "namespace", TEST_NS)
     clean.kubectl("run", "victim", "-n", TEST_NS, "--image=busybox", "--restart=Never",
-                  f"--overrides={{\"spec\":{{\"nodeName\":\"{GPU_A}\"}}}}")
+                  f"--overrides={{\"apiVersion\":\"v1\",\"spec\":{{\"nodeName\":\"{GPU_A}\"}}}}")
     wait_until("victim running", lambda: clean.get_json("pod", "-n", TEST_NS, "victim")
                ["status"].get("phase") == "Running")
     clean.kubectl("taint", "node", GPU_A, "e2e-noexec=yes:NoExecute")
