@@ -8,8 +8,21 @@ evicted pods could come straight back (--taint taints it first, as 'taint'
 does).  Nothing is ever cordoned, and a cordon someone else set is left alone.
 Before anything is evicted on a node its plan is checked as a whole: a pod that
 needs --delete-emptydir-data or --force, or that several PDBs match, refuses the
-node.  Exit codes: 0 everything planned moved, 9 a node was refused, 10 pods
-were pending or failed at the end, 130/143 interrupted (SIGINT/SIGTERM)."""
+node.
+
+A NoExecute GPU taint deletes, through the taint-eviction controller, every pod that does not
+tolerate it, bypassing the Eviction API and every PodDisruptionBudget.  So --taint with a
+NoExecute --gpu-taint works in two steps: it fences the node with the NoSchedule taint of the
+same key and value, evicts behind that fence, and only when no pod left on the node would be
+deleted puts the NoExecute taint on and removes the fence it added.  If a pod that stays does
+not tolerate NoExecute (a GPU pod tolerating only NoSchedule, an agent DaemonSet), the node
+keeps the NoSchedule fence and the summary names those pods (exit 13).  Without --taint a
+node counts as tainted only if it already has the NoExecute taint (a NoSchedule one does not
+count).  PreferNoSchedule is no fence and is refused.
+
+Exit codes: 0 everything planned moved, 9 a node was refused, 10 pods were pending or failed
+at the end, 13 a NoExecute taint was not applied (the node keeps its NoSchedule fence),
+130/143 interrupted (SIGINT/SIGTERM)."""
 
 import argparse
 import threading
@@ -18,8 +31,9 @@ from typing import TYPE_CHECKING, Optional
 
 from ..completion.completers import complete_taint
 from ..core import planner
+from ..core.noexecute import PREFER_NO_SCHEDULE
 from ..core.taints import DEFAULT_TAINT, Taint, parse_taint
-from ..errors import EXIT_INCOMPLETE, EXIT_OK, EXIT_PREFLIGHT, Interrupted, UsageError
+from ..errors import EXIT_FENCED, EXIT_INCOMPLETE, EXIT_OK, EXIT_PREFLIGHT, Interrupted, UsageError
 from ..evacuation.run import Evacuation
 from ..flags import DryRun, add_dry_run_flag, add_output_flag, parse_dry_run, parse_duration
 from ..interrupts import graceful
@@ -38,6 +52,9 @@ EXAMPLES = """examples:
 
   # Let the API server check the PodDisruptionBudgets; evicts nothing
   kubectl gpuisolate evacuate --dry-run=server
+
+  # Fence with NoSchedule, evict, then put the NoExecute taint on where nothing left would be deleted
+  kubectl gpuisolate evacuate --taint --gpu-taint nvidia.com/gpu=true:NoExecute --delete-emptydir-data --force
 
   # Two nodes at a time, at most 4 evictions in flight, give up after 30 minutes
   kubectl gpuisolate evacuate --parallel-nodes 2 --max-parallel 4 --timeout 30m
@@ -68,7 +85,11 @@ class EvacuateOptions(OnNodes):
             if value < 1:
                 raise UsageError(f"{flag} must be at least 1")
         timeout = parse_duration(args.timeout, "--timeout")
-        return cls(target=target, gpu_taint=parse_taint(args.gpu_taint),
+        gpu_taint = parse_taint(args.gpu_taint)
+        if gpu_taint.effect == PREFER_NO_SCHEDULE:
+            raise UsageError(f"evacuate cannot use {gpu_taint}: PreferNoSchedule is no fence (the "
+                             "scheduler may put evicted pods straight back); use NoSchedule")
+        return cls(target=target, gpu_taint=gpu_taint,
                    taint_first=args.taint, delete_emptydir_data=args.delete_emptydir_data,
                    force=args.force, grace_period=args.grace_period, timeout=timeout or None,
                    max_parallel=args.max_parallel, parallel_nodes=args.parallel_nodes,
@@ -128,10 +149,13 @@ def add_parser(subparsers, parents):
 
 
 def exit_code(results):
-    """9 when the preflight refused a node, else 10 when pods were left, else 0."""
+    """9 when the preflight refused a node, else 10 when pods were left, else 13 when a
+    NoExecute taint was not applied, else 0."""
     if any(r.refused for r in results):
         return EXIT_PREFLIGHT
-    return EXIT_INCOMPLETE if any(r.not_moved for r in results) else EXIT_OK
+    if any(r.not_moved for r in results):
+        return EXIT_INCOMPLETE
+    return EXIT_FENCED if any(r.seal and not r.seal.applied for r in results) else EXIT_OK
 
 
 def execute(kube, options, *, out, err, clock=None, stop=None, **engine_args):

@@ -2,7 +2,15 @@
 
 Writes are guarded by resourceVersion and retried on conflict, so a taint that
 another writer adds at the same moment is never lost (``kubectl taint``'s
-unguarded patch can lose it)."""
+unguarded patch can lose it).
+
+A NoExecute taint does not fence, it deletes: the taint-eviction controller deletes every pod
+on the node that does not tolerate it (after its tolerationSeconds, if it has them), bypassing
+the Eviction API and every PodDisruptionBudget -- DaemonSet pods and GPU pods that tolerate
+only NoSchedule included.  So before writing one, taint lists those pods on every node and, if
+there are any, refuses (exit 9) and writes nothing, unless --allow-pod-deletion is given.
+'kubectl gpuisolate evacuate --taint --gpu-taint KEY=VALUE:NoExecute' moves them first.
+A PreferNoSchedule taint is written with a warning: it keeps nothing off."""
 
 import argparse
 from dataclasses import dataclass
@@ -10,10 +18,13 @@ from typing import TYPE_CHECKING
 
 from ..completion.completers import complete_taint
 from ..core import planner
-from ..core.taints import DEFAULT_TAINT, Taint, TaintRef, parse_taint, remove_taint
-from ..errors import EXIT_OK
+from ..core.noexecute import NO_EXECUTE, PREFER_NO_SCHEDULE, deletions
+from ..core.taints import (ALREADY_TAINTED, DEFAULT_TAINT, Taint, TaintRef, add_taint, parse_taint,
+                           remove_taint)
+from ..errors import EXIT_OK, EXIT_PREFLIGHT, GpuIsolateError
 from ..flags import DryRun, add_dry_run_flag, parse_dry_run
-from ..output.taint import TaintChange, render_change, untolerated_note
+from ..output.taint import (TaintChange, deletion_report, prefer_warning, render_change,
+                            untolerated_note)
 from .common import IO, NodeTarget, OnNodes, add_node_flags
 
 if TYPE_CHECKING:
@@ -25,6 +36,9 @@ EXAMPLES = """examples:
 
   # GKE's convention, on two named nodes, showing what would change
   kubectl gpuisolate taint gke-gpu-1 gke-gpu-2 --taint nvidia.com/gpu=present:NoSchedule --dry-run=client
+
+  # A NoExecute taint, knowing that it deletes every pod that does not tolerate it
+  kubectl gpuisolate taint --gpu-taint nvidia.com/gpu=true:NoExecute --allow-pod-deletion
 """
 
 
@@ -34,11 +48,13 @@ class TaintOptions(OnNodes):
     taint: Taint
     overwrite: bool
     dry_run: DryRun
+    allow_pod_deletion: bool = False
 
     @classmethod
     def from_args(cls, args):
         return cls(target=NodeTarget.from_args(args), taint=parse_taint(args.taint),
-                   overwrite=args.overwrite, dry_run=parse_dry_run(args.dry_run))
+                   overwrite=args.overwrite, dry_run=parse_dry_run(args.dry_run),
+                   allow_pod_deletion=args.allow_pod_deletion)
 
 
 def add_taint_flags(parser):
@@ -54,6 +70,10 @@ def add_parser(subparsers, parents):
         description=__doc__, epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
     add_node_flags(parser)
     add_taint_flags(parser)
+    parser.add_argument("--allow-pod-deletion", action="store_true",
+                        help="write a NoExecute taint even though the taint-eviction controller "
+                             "will DELETE the pods that do not tolerate it (no Eviction API, no "
+                             "PodDisruptionBudget); without it taint refuses (exit 9)")
     add_dry_run_flag(parser)
     parser.set_defaults(options_class=TaintOptions, run=run)
 
@@ -65,15 +85,35 @@ def _without_taint_key(node, taint):
     return dict(node, spec=spec)
 
 
-def run(options: TaintOptions, kube: "KubeApi", io: IO) -> int:
-    from ..kube.gather import build_plans
-    from ..kube.nodes import apply_taint, check_conflicts, find_nodes
+def _check_deletions(kube, nodes, options, io):
+    """NoExecute: names, on every node, the pods the taint would delete; refuses (exit 9)
+    before any write when there are some and --allow-pod-deletion was not given."""
+    from ..kube.gather import gather
 
-    target = options.target
-    nodes = find_nodes(kube, target.names, target.requirements, target.selector_text,
-                       warn=io.warn)
-    check_conflicts(nodes, options.taint, overwrite=options.overwrite)
-    # Say which GPU pods would not tolerate the new taint before writing it.
+    # A node that already has this very taint is not written, so nothing is deleted because of us.
+    todo = [n for n in nodes if add_taint((n.get("spec") or {}).get("taints"), options.taint,
+                                          overwrite=options.overwrite)[1] != ALREADY_TAINTED]
+    if not todo:
+        return
+    pods_by_node, pdbs, _ = gather(kube, todo, check_daemonsets=False)
+    found = {name: deletions(pods, options.taint, pdbs) for name, pods in pods_by_node.items()}
+    for name, doomed in found.items():
+        if doomed:
+            io.err.write(deletion_report(name, doomed, options.taint,
+                                         allowed=options.allow_pod_deletion))
+    total = sum(len(d) for d in found.values())
+    if total and not options.allow_pod_deletion:
+        raise GpuIsolateError(
+            f"{options.taint} would delete {total} pod(s) on "
+            f"{sum(1 for d in found.values() if d)} node(s), listed above, bypassing every "
+            "PodDisruptionBudget; nothing was written: move them first with 'kubectl gpuisolate "
+            "evacuate --taint', or pass --allow-pod-deletion", exit_code=EXIT_PREFLIGHT)
+
+
+def _note_untolerated(kube, nodes, options, io):
+    """Says which running pods would not tolerate the new (NoSchedule) taint."""
+    from ..kube.gather import build_plans
+
     judged = [_without_taint_key(n, options.taint) for n in nodes]
     plans = build_plans(kube, judged, planner.PlanOptions(options.taint), check_daemonsets=False)
     for plan in plans:
@@ -81,6 +121,21 @@ def run(options: TaintOptions, kube: "KubeApi", io: IO) -> int:
             io.warn(warning)
         if plan.misplaced:
             io.err.write(untolerated_note(plan, options.taint))
+
+
+def run(options: TaintOptions, kube: "KubeApi", io: IO) -> int:
+    from ..kube.nodes import apply_taint, check_conflicts, find_nodes
+
+    target = options.target
+    nodes = find_nodes(kube, target.names, target.requirements, target.selector_text,
+                       warn=io.warn)
+    check_conflicts(nodes, options.taint, overwrite=options.overwrite)
+    if options.taint.effect == NO_EXECUTE:
+        _check_deletions(kube, nodes, options, io)
+    else:
+        if options.taint.effect == PREFER_NO_SCHEDULE:
+            io.warn(prefer_warning(options.taint))
+        _note_untolerated(kube, nodes, options, io)
     for node, verb in apply_taint(kube, nodes, options.taint, overwrite=options.overwrite,
                                   dry_run=options.dry_run):
         io.out.write(render_change(TaintChange(node["metadata"]["name"], verb, options.dry_run)))

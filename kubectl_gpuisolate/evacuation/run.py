@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import List, Optional
 
 from ..core import planner
+from ..core.noexecute import fence_for
 from ..core.taints import ALREADY_TAINTED, gpu_taints_on
 from ..errors import AuthError, GpuIsolateError
 from ..flags import DryRun
@@ -21,6 +22,8 @@ from ..output.evacuate import report_pdbs, report_refusal
 from ..output.taint import TaintChange, render_change
 from .engine import Evictor
 from .plan import preflight, targets_for
+from .seal import (Seal, already_noexecute_warnings, needs_seal, not_sealed, plan_options_for, seal,
+                   seal_mode)
 from .state import NOT_STARTED, TERMINATING, WOULD_EVICT, Clock, Halt, Outcome
 
 # What evicting needs beyond reading: the eviction itself, and reading a pod after a 409.
@@ -64,6 +67,7 @@ class NodeResult:
     refusal: List[str] = field(default_factory=list)
     arrivals: list = field(default_factory=list)     # planner decisions of newcomers
     seconds: float = 0.0
+    seal: Optional[Seal] = None      # evacuate --taint with a NoExecute taint: fence, then seal
 
     @property
     def not_moved(self):
@@ -89,20 +93,35 @@ def _refused(check):
 
 
 def _taint_first(kube, nodes, options, stream):
-    """Taints the nodes that carry no GPU taint yet (any value of the key and effect counts)."""
+    """Taints the nodes that carry no GPU taint yet (any value of the key and effect counts).
+    With a NoExecute GPU taint it writes the NoSchedule fence instead (seal.py); returns
+    (the nodes as updated, the names of the nodes it wrote)."""
+    taint = fence_for(options.gpu_taint) if seal_mode(options) else options.gpu_taint
     todo = [n for n in nodes
-            if not gpu_taints_on((n.get("spec") or {}).get("taints"), options.gpu_taint)]
+            if not gpu_taints_on((n.get("spec") or {}).get("taints"), options.gpu_taint)
+            and not gpu_taints_on((n.get("spec") or {}).get("taints"), taint)]
     for node in nodes:
         if node not in todo:
             stream.write(render_change(TaintChange(node["metadata"]["name"], ALREADY_TAINTED,
                                                    options.dry_run)))
     updated = {}
-    for node, verb in apply_taint(kube, todo, options.gpu_taint, overwrite=False,
-                                  dry_run=options.dry_run):
+    for node, verb in apply_taint(kube, todo, taint, overwrite=False, dry_run=options.dry_run):
         name = node["metadata"]["name"]
         stream.write(render_change(TaintChange(name, verb, options.dry_run)))
         updated[name] = node
-    return [updated.get(n["metadata"]["name"], n) for n in nodes]
+    return [updated.get(n["metadata"]["name"], n) for n in nodes], set(updated)
+
+
+def build_node_plans(kube, nodes, options):
+    """build_plans, each node planned against its fence while it is only fenced (seal.py)."""
+    groups: dict = {}
+    for node in nodes:
+        groups.setdefault(plan_options_for(node, options), []).append(node)
+    plans = {}
+    for plan_options, group in groups.items():
+        for node, plan in zip(group, build_plans(kube, group, plan_options)):
+            plans[node["metadata"]["name"]] = plan
+    return [plans[n["metadata"]["name"]] for n in nodes]
 
 
 class Evacuation:
@@ -123,8 +142,8 @@ class Evacuation:
         """Returns one NodeResult per node, in the order the nodes were found."""
         nodes, checks = self._prepare()
         if self.options.dry_run is DryRun.CLIENT:
-            return [NodeResult(c.plan.name, c.plan, NodeState.PLANNED) if c.ok else _refused(c)
-                    for c in checks]
+            return [self._sealed(node, NodeResult(c.plan.name, c.plan, NodeState.PLANNED))
+                    if c.ok else _refused(c) for node, c in zip(nodes, checks)]
         options = self.options
         evictor = Evictor(self.kube, halt=self.halt, dry_run=options.dry_run,
                           grace_period=options.grace_period, max_parallel=options.max_parallel,
@@ -143,10 +162,17 @@ class Evacuation:
         options, err = self.options, self.err
         nodes = find_nodes(self.kube, options.names, options.requirements, options.selector_text,
                            warn=lambda message: output.warn(message, err))
+        self.fenced = set()
+        if seal_mode(options):
+            self.progress(f"{options.gpu_taint} deletes the pods that do not tolerate it: fencing "
+                          f"with {fence_for(options.gpu_taint)} first, NoExecute goes on only where "
+                          "no pod left would be deleted")
         if options.taint_first:
-            nodes = _taint_first(self.kube, nodes, options, err if options.output else self.out)
-        plans = build_plans(self.kube, nodes, options.plan_options)
-        for warning in (w for p in plans for w in p.warnings):
+            nodes, self.fenced = _taint_first(self.kube, nodes, options,
+                                              err if options.output else self.out)
+        plans = build_node_plans(self.kube, nodes, options)
+        for warning in [w for p in plans for w in p.warnings] + \
+                already_noexecute_warnings(self.kube, nodes, options):
             output.warn(warning, err)
         checks = [preflight(p, options) for p in plans]
         if options.dry_run is not DryRun.CLIENT:
@@ -172,7 +198,7 @@ class Evacuation:
             return _refused(check)
         if self.halt.halted():
             why = "interrupted" if self.halt.stop.is_set() else "the deadline passed"
-            return _not_started(plan, f"{why} before this node")
+            return self._sealed(node, _not_started(plan, f"{why} before this node"))
         started = self.halt.clock.now()
         known = {d.uid for d in plan.decisions}
         real = self.options.dry_run is DryRun.NONE
@@ -189,12 +215,32 @@ class Evacuation:
                 return _refused(check)
         outcomes = self._evacuate(evictor, plan)
         arrivals = self._arrivals(node, known) if real and not self.halt.stop.is_set() else []
-        return self._classify_result(plan, outcomes, arrivals, self.halt.clock.now() - started)
+        result = self._classify_result(plan, outcomes, arrivals, self.halt.clock.now() - started)
+        return self._sealed(node, result)
+
+    def _sealed(self, node, result):
+        """Seal mode: once the node is evacuated, the NoExecute taint (seal.py)."""
+        if not needs_seal(node, self.options):
+            return result
+        if result.state not in (NodeState.EVACUATED, NodeState.CHECKED, NodeState.PLANNED):
+            why = "its turn never came" if result.state is NodeState.NOT_STARTED else \
+                "pods were left on the node"
+            result.seal = not_sealed(self.options, why)
+            return result
+        leaving = frozenset() if self.options.dry_run is DryRun.NONE else \
+            frozenset(t.uid for t in targets_for(result.plan))
+        try:
+            result.seal = seal(self.kube, result.name, self.options, leaving=leaving,
+                               fence_added=result.name in self.fenced, progress=self.progress)
+        except GpuIsolateError as exc:
+            self.progress(f"node/{result.name}: {exc}")
+            result.seal = not_sealed(self.options, str(exc))
+        return result
 
     def _replan(self, name):
         """A fresh read of the node and its pods, checked again: it may have waited its turn."""
         node = self.kube.get_node(name)
-        plan = build_plans(self.kube, [node], self.options.plan_options)[0]
+        plan = build_plans(self.kube, [node], plan_options_for(node, self.options))[0]
         return node, preflight(plan, self.options)
 
     def _evacuate(self, evictor, plan):

@@ -105,10 +105,36 @@ def render_summary(results, options):
     if arrived:
         parts.append("\nArrived during the run:\n")
         parts.append(output.table(["node", "pod", "action", "detail"], arrived))
+    parts.append(render_seals(results))
     if server:
         parts.append("\n(server dry run: the API server checked each eviction; nothing was "
                      "evicted, and each pod was judged against the same PDB budget)\n")
     return "".join(parts)
+
+
+def render_seals(results):
+    """evacuate --taint with a NoExecute taint: per fenced node, whether the NoExecute taint went
+    on, and the pods that stay and lack its toleration."""
+    seals = [(r.name, r.seal) for r in results if getattr(r, "seal", None) is not None]
+    if not seals:
+        return ""
+    parts = ["\nNoExecute taint:\n"]
+    parts += [f"  node/{name}: {s.note}\n" for name, s in seals]
+    rows = [[name, d.ref, f"{d.lacks} without tolerationSeconds" if d.after else d.lacks,
+             "at once" if not d.after else f"after {d.after}s", ", ".join(d.why) or "-"]
+            for name, s in seals for d in s.would_delete]
+    if rows:
+        parts.append("\nWould be deleted by the NoExecute taint, so it was not applied:\n")
+        parts.append(output.table(["node", "pod", "lacks toleration", "deleted", "why"], rows))
+    return "".join(parts)
+
+
+def _seal_doc(seal):
+    return {"applied": seal.applied, "taint": seal.taint, "fence": seal.fence,
+            "fenceRemoved": seal.fence_removed, "note": seal.note,
+            "wouldDelete": [{"pod": d.ref, "lacks": d.lacks, "afterSeconds": d.after,
+                             "why": list(d.why), "pdbs": list(d.pdbs)}
+                            for d in seal.would_delete]}
 
 
 def _node_doc(result, server_dry_run):
@@ -134,6 +160,8 @@ def _node_doc(result, server_dry_run):
                          for o in result.outcomes if o.failed]
         doc["arrived"] = [{"pod": d.ref, "action": ACTIONS[d.action], "reason": d.reason}
                           for d in result.arrivals]
+    if getattr(result, "seal", None) is not None:
+        doc["noExecute"] = _seal_doc(result.seal)
     return doc
 
 
@@ -150,5 +178,5 @@ def render(results, options):
     if options.output:
         return output.document(to_document(results, options), options.output)
     if options.dry_run is DryRun.CLIENT:
-        return render_plan(results, options)
+        return render_plan(results, options) + render_seals(results)
     return render_summary(results, options)

@@ -62,17 +62,23 @@ STATUS = {
     "warnings": [str],
 }
 
+SEAL = {"applied": bool, "taint": str, "fence": str, "fenceRemoved": bool, "note": str,
+        "wouldDelete": [{"pod": POD_REF, "lacks": str, "afterSeconds": int,
+                         "why": [OneOf("pdb-guarded", "gpu-consumer", "daemonset", "mirror",
+                                       "no-controller", "finished")],
+                         "pdbs": [str]}]}
 EVACUATE_NODE = {"name": str, "seconds": float, "gpuTainted": (bool, type(None)),
                  "refusal": [str], "stayed": MapOf([POD_REF])}
 PLANNED_NODE = dict(EVACUATE_NODE, result=OneOf("planned", "refused"), wouldMove=[POD_REF],
                     blocked=[{"pod": POD_REF, "message": str, "flags": [str], "pdbs": [str]}],
-                    terminating=[POD_REF])
+                    terminating=[POD_REF], noExecute=Optional(SEAL))
 RUN_NODE = dict(EVACUATE_NODE,
                 result=OneOf("evacuated", "checked", "incomplete", "interrupted", "not-started"),
                 pending=[{"pod": POD_REF, "state": str, "reason": str}],
                 failed=[{"pod": POD_REF, "reason": str}],
                 arrived=[{"pod": POD_REF, "action": OneOf("evict", "stay", "blocked", "wait"),
-                          "reason": str}])
+                          "reason": str}],
+                noExecute=Optional(SEAL))
 EVACUATE = {"schemaVersion": OneOf("gpuisolate.evacuate/v1"), "taint": str,
             "dryRun": OneOf("none", "client", "server"), "nodes": [dict]}
 
@@ -233,7 +239,30 @@ def server_dry_run(fmt):
     return execute(cluster, GPU_A, "--dry-run=server", "-o", fmt)[1]
 
 
-RUNS = [plan_run, eviction_run, deadline_run, server_dry_run]
+def seal_run(fmt, *dry_run):
+    """--taint with a NoExecute taint on untainted nodes: node A keeps its fence (a PDB-guarded
+    GPU pod and a DaemonSet pod lack the toleration), node B is sealed."""
+    nodes, pods = seed_like(tainted=False)
+    pods = [p for p in pods if p["spec"]["nodeName"] == GPU_A and p["metadata"]["name"] != "job-done"]
+    pods[1]["metadata"]["labels"] = {"app": "llama"}
+    guard = pdb("llama", "nai-admin", selector={"matchLabels": {"app": "llama"}}, allowed=0)
+    pods.append(pod("web-2", "apps", node_name=GPU_B))
+    cluster = FakeCluster(nodes, pods, [guard])
+    # No deadline: the fake clock's time depends on how the watch threads interleave.
+    return execute(cluster, "--taint", "--gpu-taint", "nvidia.com/gpu=true:NoExecute",
+                   "--timeout", "0", "-o", fmt, *dry_run)[1]
+
+
+def seal_plan_run(fmt):
+    return seal_run(fmt, "--dry-run=client")
+
+
+def seal_server_run(fmt):
+    return seal_run(fmt, "--dry-run=server")
+
+
+RUNS = [plan_run, eviction_run, deadline_run, server_dry_run, seal_run, seal_plan_run,
+        seal_server_run]
 
 
 @pytest.mark.parametrize("run", RUNS, ids=[r.__name__ for r in RUNS])
