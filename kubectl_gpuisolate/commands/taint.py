@@ -14,6 +14,7 @@ from ..core.taints import DEFAULT_TAINT, Taint, TaintRef, parse_taint, remove_ta
 from ..errors import EXIT_OK
 from ..flags import DryRun, add_dry_run_flag, parse_dry_run
 from ..output.taint import TaintChange, render_change, untolerated_note
+from . import owners
 from .common import IO, NodeTarget, OnNodes, add_node_flags
 
 if TYPE_CHECKING:
@@ -72,7 +73,11 @@ def run(options: TaintOptions, kube: "KubeApi", io: IO) -> int:
     target = options.target
     nodes = find_nodes(kube, target.names, target.requirements, target.selector_text,
                        warn=io.warn)
+    if owners.autopilot(nodes, io.err):
+        return EXIT_OK
+    owners.refuse_owned_change(nodes, options.taint)
     check_conflicts(nodes, options.taint, overwrite=options.overwrite)
+    owners.warn_pools(nodes, "persist it in", io.warn)
     # Say which GPU pods would not tolerate the new taint before writing it.
     judged = [_without_taint_key(n, options.taint) for n in nodes]
     plans = build_plans(kube, judged, planner.PlanOptions(options.taint), check_daemonsets=False)
