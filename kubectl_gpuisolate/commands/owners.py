@@ -65,3 +65,13 @@ def refuse_owned_change(nodes: List[dict], taint: Taint) -> None:
             if same and (current.get("value") or "") != taint.value:
                 refused.append(_owned_line(node, manager, f"taint {Taint.from_api(current)}"))
     _refuse(refused)
+
+
+def autopilot_target(kube, target, err) -> bool:
+    """``autopilot`` for a command that finds its nodes later (evacuate): one extra node read;
+    its warnings are left to the command's own read, so none is printed twice."""
+    from ..kube.nodes import find_nodes
+
+    nodes = find_nodes(kube, target.names, target.requirements, target.selector_text,
+                       warn=lambda message: None)
+    return autopilot(nodes, err)

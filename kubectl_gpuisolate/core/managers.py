@@ -6,7 +6,7 @@ replaces Node objects (upgrades, repair, expiry, rollouts), and some also put th
 back.  ``RULES`` is an ordered table, first match wins; each rule reads one platform's markers
 and returns a ``Manager`` (or None).  Pure: plain dicts in, values out."""
 
-from typing import Callable, Dict, FrozenSet, Iterable, List, NamedTuple, Optional, Tuple
+from typing import Any, Callable, Dict, FrozenSet, Iterable, List, NamedTuple, Optional, Tuple
 
 CAPI_MACHINE = "cluster.x-k8s.io/machine"
 CAPI_OWNER_KIND = "cluster.x-k8s.io/owner-kind"
@@ -37,7 +37,9 @@ class Manager(NamedTuple):
         return False
 
 
-Rule = Callable[[Dict[str, str], Dict[str, str]], Optional[Manager]]
+Labels = Dict[str, str]
+Node = Dict[str, Any]
+Rule = Callable[[Labels, Labels], Optional[Manager]]
 
 
 def _trim_suffix(name: str) -> str:
@@ -52,7 +54,7 @@ def _listed_keys(text: str) -> FrozenSet[str]:
     return frozenset(k for k in keys if k)
 
 
-def cluster_api(labels, annotations):
+def cluster_api(labels: Labels, annotations: Labels) -> Optional[Manager]:
     if CAPI_MACHINE not in annotations:
         return None
     owned = _listed_keys(annotations.get(CAPI_TAINTS_FROM_MACHINE, ""))
@@ -72,26 +74,26 @@ def cluster_api(labels, annotations):
     return Manager(kind, pool, where, "machines", reverts, owned)
 
 
-def _nodepool_where(pool):
+def _nodepool_where(pool: str) -> str:
     return (f"NodePool {pool} spec.template.spec.taints (kubectl edit nodepool {pool}; every "
             "node of the pool then drifts and is replaced)")
 
 
-def eks_auto_mode(labels, annotations):
+def eks_auto_mode(labels: Labels, annotations: Labels) -> Optional[Manager]:
     if labels.get(EKS_COMPUTE_TYPE) != "auto" or KARPENTER_POOL not in labels:
         return None
     pool = labels[KARPENTER_POOL]
     return Manager("EKS Auto Mode NodePool", pool, _nodepool_where(pool), "nodes", "")
 
 
-def karpenter(labels, annotations):
+def karpenter(labels: Labels, annotations: Labels) -> Optional[Manager]:
     if KARPENTER_POOL not in labels:
         return None
     pool = labels[KARPENTER_POOL]
     return Manager("Karpenter NodePool", pool, _nodepool_where(pool), "nodes", "")
 
 
-def gke(labels, annotations):
+def gke(labels: Labels, annotations: Labels) -> Optional[Manager]:
     if GKE_POOL not in labels:
         return None
     pool = labels[GKE_POOL]
@@ -100,7 +102,7 @@ def gke(labels, annotations):
     return Manager("GKE node pool", pool, where, "nodes", "")
 
 
-def eks_nodegroup(labels, annotations):
+def eks_nodegroup(labels: Labels, annotations: Labels) -> Optional[Manager]:
     if EKS_NODEGROUP not in labels:
         return None
     pool = labels[EKS_NODEGROUP]
@@ -109,7 +111,7 @@ def eks_nodegroup(labels, annotations):
     return Manager("EKS managed node group", pool, where, "nodes", "")
 
 
-def aks(labels, annotations):
+def aks(labels: Labels, annotations: Labels) -> Optional[Manager]:
     if AKS_POOL not in labels:
         return None
     pool = labels[AKS_POOL]
@@ -119,7 +121,7 @@ def aks(labels, annotations):
                    "taints set through the AKS node pool API cannot be changed from Kubernetes")
 
 
-def openshift(labels, annotations):
+def openshift(labels: Labels, annotations: Labels) -> Optional[Manager]:
     if OPENSHIFT_MACHINE not in annotations:
         return None
     machine = annotations[OPENSHIFT_MACHINE].rsplit("/", 1)[-1]
@@ -136,12 +138,12 @@ RULES: Tuple[Rule, ...] = (cluster_api, openshift, eks_auto_mode, karpenter, gke
                            aks)
 
 
-def _markers(node) -> Tuple[Dict[str, str], Dict[str, str]]:
+def _markers(node: Node) -> Tuple[Dict[str, str], Dict[str, str]]:
     metadata = node.get("metadata") or {}
     return metadata.get("labels") or {}, metadata.get("annotations") or {}
 
 
-def manager_of(node) -> Optional[Manager]:
+def manager_of(node: Node) -> Optional[Manager]:
     """The node's manager and pool, or None for a node nothing here manages."""
     labels, annotations = _markers(node)
     for rule in RULES:
@@ -151,21 +153,21 @@ def manager_of(node) -> Optional[Manager]:
     return None
 
 
-def is_autopilot(node) -> bool:
+def is_autopilot(node: Node) -> bool:
     """A GKE Autopilot GPU node, by the only marker the research gives (scenario 6): the
     Autopilot ``Accelerator`` compute class on a node with a GKE accelerator."""
     labels, _ = _markers(node)
     return GKE_ACCELERATOR in labels and labels.get(GKE_COMPUTE_CLASS) == "Accelerator"
 
 
-def owner_of_key(node, key: str) -> Optional[Manager]:
+def owner_of_key(node: Node, key: str) -> Optional[Manager]:
     """The node's manager when its markers prove that it owns taint ``key`` and would revert a
     change to it; None otherwise (conservative: no proof, no owner)."""
     manager = manager_of(node)
     return manager if manager and key in manager.owned_keys else None
 
 
-def pool_notes(nodes: Iterable[dict], action: str) -> List[str]:
+def pool_notes(nodes: Iterable[Node], action: str) -> List[str]:
     """One line per pool (in the order its first node comes): a taint ``action`` ("persist it
     in", "remove it from") written on these nodes is lost when they are replaced, and where it
     belongs."""

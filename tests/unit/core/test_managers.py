@@ -101,7 +101,8 @@ def test_capi_owns_only_the_keys_its_tracking_annotation_lists(listed, key, owne
         assert "forces their values back" in found.reverts
 
 
-@pytest.mark.parametrize("labels, annotations", [(AKS, {}), ({}, OPENSHIFT), (KARPENTER, {}), ({}, CAPI)])
+@pytest.mark.parametrize("labels, annotations",
+                         [(AKS, {}), ({}, OPENSHIFT), (KARPENTER, {}), ({}, CAPI)])
 def test_no_marker_no_owner(labels, annotations):
     """Conservative: AKS and OpenShift do revert, but a node does not say which taints."""
     assert managers.owner_of_key(node(labels=labels, annotations=annotations),
