@@ -77,7 +77,6 @@ def run(options: TaintOptions, kube: "KubeApi", io: IO) -> int:
         return EXIT_OK
     owners.refuse_owned_change(nodes, options.taint)
     check_conflicts(nodes, options.taint, overwrite=options.overwrite)
-    owners.warn_pools(nodes, "persist it in", io.warn)
     # Say which GPU pods would not tolerate the new taint before writing it.
     judged = [_without_taint_key(n, options.taint) for n in nodes]
     plans = build_plans(kube, judged, planner.PlanOptions(options.taint), check_daemonsets=False)
@@ -89,4 +88,5 @@ def run(options: TaintOptions, kube: "KubeApi", io: IO) -> int:
     for node, verb in apply_taint(kube, nodes, options.taint, overwrite=options.overwrite,
                                   dry_run=options.dry_run):
         io.out.write(render_change(TaintChange(node["metadata"]["name"], verb, options.dry_run)))
+    owners.warn_pools(nodes, "persist it in", io.warn)    # after the writes: an error stays one line
     return EXIT_OK

@@ -58,10 +58,10 @@ def run(options: UntaintOptions, kube: "KubeApi", io: IO) -> int:
     nodes = find_nodes(kube, target.names, target.requirements, target.selector_text,
                        warn=io.warn)
     owners.refuse_owned_removal(nodes, options.ref)
-    owners.warn_pools(nodes, "remove it from", io.warn)
     for node in nodes:
         name = node["metadata"]["name"]
         _, verb = kube.update_node_taints(
             name, lambda current: remove_taint_write(current, options.ref), dry_run=options.dry_run)
         io.out.write(render_change(TaintChange(name, verb, options.dry_run)))
+    owners.warn_pools(nodes, "remove it from", io.warn)   # after the writes: an error stays one line
     return EXIT_OK
