@@ -1,5 +1,5 @@
 """Who manages a node, and so who owns its taints: the node's manager and pool, read from its
-labels and annotations (docs/platforms.md's markers; research: platforms.md §1, §5.1).
+labels and annotations (docs/design.md, "Who owns the taint").
 
 A taint written with the Kubernetes API lives on the Node object only; every manager here
 replaces Node objects (upgrades, repair, expiry, rollouts), and some also put their own taints

@@ -147,3 +147,13 @@ def test_rules_order_puts_the_specific_markers_first():
     names = [r.__name__ for r in managers.RULES]
     assert names.index("cluster_api") < names.index("gke")
     assert names.index("eks_auto_mode") < names.index("karpenter")
+
+
+def test_the_design_table_lists_the_rules_in_order():
+    import pathlib
+    import re
+
+    design = pathlib.Path(__file__).resolve().parents[3] / "docs" / "design.md"
+    section = design.read_text(encoding="utf-8").split("## Who owns the taint", 1)[1]
+    rows = re.findall(r"^\| `(\w+)` \|", section, re.M)
+    assert rows == [r.__name__ for r in managers.RULES]
