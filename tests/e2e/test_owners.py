@@ -35,7 +35,8 @@ def as_platform(sandbox, name, labels, annotations=None):
     """Makes ``name`` look like another platform's node: without Cluster API's annotations,
     with ``labels`` (the `clean` fixture's reset puts the seed's back)."""
     sandbox.kubectl("annotate", "node", name, *[f"{k}-" for k in CAPI_KEYS])
-    sandbox.kubectl("label", "node", name, *[f"{k}={v}" for k, v in labels.items()])
+    if labels:
+        sandbox.kubectl("label", "node", name, *[f"{k}={v}" for k, v in labels.items()])
     if annotations:
         sandbox.kubectl("annotate", "node", name, *[f"{k}={v}" for k, v in annotations.items()])
 
