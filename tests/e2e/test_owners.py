@@ -6,7 +6,6 @@ Cluster API propagates is refused; GKE Autopilot is left alone."""
 import json
 
 import pytest
-
 from plugin import gpuisolate, plugin_bin  # noqa: F401  (fixtures)
 
 GPU_NODES = ["nkpnai-gpupool-1-z9mz6-pl9k2-4n5fm", "nkpnai-gpupool-1-z9mz6-pl9k2-9xdn9"]

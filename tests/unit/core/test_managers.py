@@ -134,7 +134,8 @@ def test_pools_of_two_kinds_with_one_name_are_two_pools():
 
 
 @pytest.mark.parametrize("labels, autopilot", [
-    ({"cloud.google.com/compute-class": "Accelerator", "cloud.google.com/gke-accelerator": "nvidia-l4"}, True),
+    ({"cloud.google.com/compute-class": "Accelerator",
+      "cloud.google.com/gke-accelerator": "nvidia-l4"}, True),
     ({"cloud.google.com/compute-class": "Accelerator"}, False),
     ({"cloud.google.com/compute-class": "my-class", "cloud.google.com/gke-accelerator": "nvidia-l4"}, False),
     (GKE, False),
