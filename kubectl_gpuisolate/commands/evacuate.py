@@ -38,6 +38,7 @@ from ..evacuation.run import Evacuation
 from ..flags import DryRun, add_dry_run_flag, add_output_flag, parse_dry_run, parse_duration
 from ..interrupts import graceful
 from ..output.evacuate import render
+from . import owners
 from .common import IO, NodeTarget, OnNodes, add_node_flags
 
 if TYPE_CHECKING:
@@ -168,6 +169,8 @@ def execute(kube, options, *, out, err, clock=None, stop=None, **engine_args):
 
 
 def run(options: EvacuateOptions, kube: "KubeApi", io: IO) -> int:
+    if owners.autopilot_target(kube, options.target, io.err):
+        return EXIT_OK
     stop = threading.Event()
     with graceful(stop) as caught:   # the first signal sets stop; a second one ends it
         code = execute(kube, options, out=io.out, err=io.err, stop=stop)

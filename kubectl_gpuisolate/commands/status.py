@@ -13,6 +13,7 @@ from ..errors import EXIT_FINDINGS, EXIT_OK
 from ..flags import add_output_flag
 from ..output import tables as output
 from ..output.status import StatusResult, render_text, to_document
+from . import owners
 from .common import IO, NodeTarget, OnNodes, add_node_flags
 
 if TYPE_CHECKING:
@@ -71,6 +72,7 @@ def run(options: StatusOptions, kube: "KubeApi", io: IO) -> int:
     result = StatusResult(nodes, plans, options.managed_taint)
     for warning in result.warnings:
         io.warn(warning)
+    owners.warn_pools(nodes, "persist the GPU taint in", io.warn)
     if options.output in ("json", "yaml"):
         io.out.write(output.document(to_document(result), options.output))
     else:

@@ -25,6 +25,7 @@ from ..errors import EXIT_OK, EXIT_PREFLIGHT, GpuIsolateError
 from ..flags import DryRun, add_dry_run_flag, parse_dry_run
 from ..output.taint import (TaintChange, deletion_report, prefer_warning, render_change,
                             untolerated_note)
+from . import owners
 from .common import IO, NodeTarget, OnNodes, add_node_flags
 
 if TYPE_CHECKING:
@@ -129,6 +130,9 @@ def run(options: TaintOptions, kube: "KubeApi", io: IO) -> int:
     target = options.target
     nodes = find_nodes(kube, target.names, target.requirements, target.selector_text,
                        warn=io.warn)
+    if owners.autopilot(nodes, io.err):
+        return EXIT_OK
+    owners.refuse_owned_change(nodes, options.taint)
     check_conflicts(nodes, options.taint, overwrite=options.overwrite)
     if options.taint.effect == NO_EXECUTE:
         _check_deletions(kube, nodes, options, io)
@@ -139,4 +143,5 @@ def run(options: TaintOptions, kube: "KubeApi", io: IO) -> int:
     for node, verb in apply_taint(kube, nodes, options.taint, overwrite=options.overwrite,
                                   dry_run=options.dry_run):
         io.out.write(render_change(TaintChange(node["metadata"]["name"], verb, options.dry_run)))
+    owners.warn_pools(nodes, "persist it in", io.warn)    # after the writes: an error stays one line
     return EXIT_OK

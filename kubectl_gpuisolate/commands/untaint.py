@@ -10,6 +10,7 @@ from ..core.taints import TaintRef, parse_taint_ref, remove_taint_write
 from ..errors import EXIT_OK
 from ..flags import DryRun, add_dry_run_flag, parse_dry_run
 from ..output.taint import TaintChange, render_change
+from . import owners
 from .common import IO, NodeTarget, OnNodes, add_node_flags
 
 if TYPE_CHECKING:
@@ -56,9 +57,11 @@ def run(options: UntaintOptions, kube: "KubeApi", io: IO) -> int:
     target = options.target
     nodes = find_nodes(kube, target.names, target.requirements, target.selector_text,
                        warn=io.warn)
+    owners.refuse_owned_removal(nodes, options.ref)
     for node in nodes:
         name = node["metadata"]["name"]
         _, verb = kube.update_node_taints(
             name, lambda current: remove_taint_write(current, options.ref), dry_run=options.dry_run)
         io.out.write(render_change(TaintChange(name, verb, options.dry_run)))
+    owners.warn_pools(nodes, "remove it from", io.warn)   # after the writes: an error stays one line
     return EXIT_OK

@@ -6,7 +6,7 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import List
 
-from ..core import planner
+from ..core import managers, planner
 from ..core.taints import Taint
 from . import tables as output
 
@@ -83,6 +83,11 @@ def _pod_doc(d):
             **({"warning": d.warning} if d.warning else {})}
 
 
+def _manager_doc(node):
+    manager = managers.manager_of(node)
+    return {"manager": manager.kind if manager else None, "pool": manager.pool if manager else None}
+
+
 def _node_doc(node, plan):
     counts = Counter(d.action for d in plan.decisions)
     return {
@@ -92,6 +97,7 @@ def _node_doc(node, plan):
         "taints": (node.get("spec") or {}).get("taints") or [],
         "gpuTainted": plan.tainted,
         "unschedulable": plan.unschedulable,
+        **_manager_doc(node),
         "summary": {"wouldMove": len(plan.misplaced), "stay": counts[planner.STAY],
                     "terminating": counts[planner.WAIT],
                     "stayReasons": dict(sorted(plan.stay_reasons.items()))},

@@ -43,10 +43,14 @@ def restore_nodes(kube, desired, delete_extra=True):
         labels = dict(node["metadata"]["labels"])
         labels.update({k: None for k in cur["metadata"].get("labels", {}) if k not in labels})
         taints = node["spec"].get("taints") or None
+        # The seed's annotations (Cluster API's) are put back; others' (kwok's, kubelet's) stay.
+        annotations = node["metadata"].get("annotations") or {}
+        have_annotations = cur["metadata"].get("annotations") or {}
         if (cur["metadata"].get("labels") != node["metadata"]["labels"]
+                or any(have_annotations.get(k) != v for k, v in annotations.items())
                 or _taints(cur) != sorted(json.dumps(t, sort_keys=True) for t in taints or [])
                 or cur["spec"].get("unschedulable")):
-            kube.patch("nodes", name, {"metadata": {"labels": labels},
+            kube.patch("nodes", name, {"metadata": {"labels": labels, "annotations": annotations},
                                        "spec": {"taints": taints, "unschedulable": None}})
     if delete_extra:
         for name in set(have) - set(want):

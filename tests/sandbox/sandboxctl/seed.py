@@ -21,10 +21,24 @@ NAMESPACES = ["kube-system", "metallb-system", "kommander", "nai-system", "nai-a
 SEED_TOLERATIONS = [o.GPU_TOLERATION]  # llama32-iep-predictor; DefaultTolerationSeconds adds the rest
 
 
+def capi_annotations(name):
+    """What Cluster API puts on the seed's nodes (research platforms.md, "Scenarios to test" #1):
+    the Machine, and its owner: a MachineSet for the workers, the KubeadmControlPlane else."""
+    if name in CONTROL_PLANE:
+        kind, owner = "KubeadmControlPlane", "nkpnai-vvzvd"
+    else:
+        kind, owner = "MachineSet", name.rsplit("-", 1)[0]
+    return {"cluster.x-k8s.io/cluster-name": "nkpnai", "cluster.x-k8s.io/cluster-namespace": "default",
+            "cluster.x-k8s.io/machine": name, "cluster.x-k8s.io/owner-kind": kind,
+            "cluster.x-k8s.io/owner-name": owner}
+
+
 def nodes():
     out = [o.node(n, "worker", 48, 384, gpus=2) for n in GPU_NODES]
     out += [o.node(n, "worker", 16, 64) for n in CPU_WORKERS]
     out += [o.node(n, "control-plane", 8, 32) for n in CONTROL_PLANE]
+    for node in out:
+        node["metadata"]["annotations"].update(capi_annotations(node["metadata"]["name"]))
     return out
 
 

@@ -53,6 +53,7 @@ STATUS = {
     "taint": str,
     "nodes": [{"name": str, "gpuPresent": NULLABLE_STR, "gpuCount": int, "taints": [MapOf(str)],
                "gpuTainted": bool, "unschedulable": bool,
+               "manager": NULLABLE_STR, "pool": NULLABLE_STR,
                "summary": {"wouldMove": int, "stay": int, "terminating": int,
                            "stayReasons": MapOf(int)},
                "pods": [STATUS_POD]}],
@@ -171,6 +172,9 @@ def status_cluster():
                   allowed=0, desired=1, healthy=1, expected=1)
     nodes = [gpu_node(GPU_A, taints=[GPU_TAINT]), gpu_node(GPU_B),
              node("cpu-1", capacity={"nvidia.com/gpu": "1"})]
+    nodes[0]["metadata"]["annotations"] = {"cluster.x-k8s.io/machine": GPU_A,
+                                           "cluster.x-k8s.io/owner-kind": "MachineSet",
+                                           "cluster.x-k8s.io/owner-name": "nkpnai-gpupool-1-z9mz6-pl9k2"}
     pods = [pod("cilium", "kube-system", owner_ref=ds),
             pod("web-1", "apps", labels={"app": "web"}),
             pod("cache", "apps", volumes=[{"name": "c", "emptyDir": {}}]),
