@@ -75,6 +75,7 @@ class NodePlan:
     gpu_count: int
     gpu_taints: List[Obj]        # the managed taint(s) actually on the node
     unschedulable: bool
+    signal: gpu.NodeSignal = gpu.NONE   # why the node is a GPU node (core.gpu.NODE_RULES)
     decisions: List[PodDecision] = field(default_factory=list)
 
     @property
@@ -290,7 +291,7 @@ def plan_node(node: Obj, pods: Iterable[Obj], pdbs: Iterable[Obj], options: Plan
     must_tolerate = effective_gpu_taints(node_taints, options.managed_taint)
     plan = NodePlan(name=node["metadata"]["name"], gpu_count=gpu.gpu_count(node),
                     gpu_taints=gpu_taints_on(node_taints, options.managed_taint),
-                    unschedulable=bool(spec.get("unschedulable")))
+                    unschedulable=bool(spec.get("unschedulable")), signal=gpu.node_signal(node))
     by_namespace: Dict[Any, List[Obj]] = {}   # PDBs apply in their namespace only: look there alone
     for pdb in pdbs:
         by_namespace.setdefault((pdb.get("metadata") or {}).get("namespace"), []).append(pdb)
