@@ -11,6 +11,7 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 Obj = Dict[str, Any]      # an API object as the server's JSON decodes
 
 GPU_PRESENT_LABEL = "nvidia.com/gpu.present"
+NVIDIA_GPU = "nvidia.com/gpu"
 DEFAULT_SELECTION = "the GPU-node rules (docs/design.md)"
 
 # Device-plugin resource names of accelerators (platforms.md §1, §3): any NVIDIA name (gpu,

@@ -224,17 +224,46 @@ def finished(pod: Obj, ctx: RuleContext) -> Optional[PodDecision]:
     return None
 
 
-def gpu_consumer(pod: Obj, ctx: RuleContext) -> Optional[PodDecision]:
-    gpu_resources = gpu.pod_gpu_resources(pod)
-    claims = gpu.pod_resource_claims(pod)
-    if not (gpu_resources or claims):
-        return None
-    what = ", ".join(gpu_resources) if gpu_resources else "resource claims " + ", ".join(claims)
+def _consumer(ctx: RuleContext, reason: str, what: str) -> PodDecision:
+    """A GPU consumer stays; warned when it does not tolerate the taint (a restart would strand it)."""
     warning = "" if ctx.tolerated else (
         f"GPU pod {ctx.namespace}/{ctx.name} uses {what} but does not tolerate "
         f"{ctx.taint_text}; after a restart it could not be scheduled on this node")
-    return ctx.decision(STAY, "gpu-request" if gpu_resources else "resource-claim", f"uses {what}",
-                        warning=warning)
+    return ctx.decision(STAY, reason, f"uses {what}", warning=warning)
+
+
+def _resource_rule(pod: Obj, ctx: RuleContext, reason: str,
+                   wanted: Callable[[str], bool]) -> Optional[PodDecision]:
+    """The pod stays for ``reason`` when one of its accelerator resources is ``wanted``; the
+    message names them all."""
+    names = gpu.pod_gpu_resources(pod)
+    return _consumer(ctx, reason, ", ".join(names)) if any(wanted(n) for n in names) else None
+
+
+def gpu_request(pod: Obj, ctx: RuleContext) -> Optional[PodDecision]:
+    return _resource_rule(pod, ctx, "gpu-request", lambda name: name == gpu.NVIDIA_GPU)
+
+
+def gpu_shared(pod: Obj, ctx: RuleContext) -> Optional[PodDecision]:
+    return _resource_rule(pod, ctx, "gpu-shared", gpu.is_shared_resource)
+
+
+def gpu_mig(pod: Obj, ctx: RuleContext) -> Optional[PodDecision]:
+    return _resource_rule(pod, ctx, "gpu-mig", gpu.is_mig_resource)
+
+
+def accelerator(pod: Obj, ctx: RuleContext) -> Optional[PodDecision]:
+    return _resource_rule(pod, ctx, "accelerator", lambda name: True)
+
+
+def gpu_fraction(pod: Obj, ctx: RuleContext) -> Optional[PodDecision]:
+    found = gpu.pod_gpu_fraction(pod)
+    return _consumer(ctx, "gpu-fraction", "a GPU fraction " + ", ".join(found)) if found else None
+
+
+def resource_claim(pod: Obj, ctx: RuleContext) -> Optional[PodDecision]:
+    claims = gpu.pod_resource_claims(pod)
+    return _consumer(ctx, "resource-claim", "resource claims " + ", ".join(claims)) if claims else None
 
 
 def tolerated(pod: Obj, ctx: RuleContext) -> Optional[PodDecision]:
@@ -244,7 +273,8 @@ def tolerated(pod: Obj, ctx: RuleContext) -> Optional[PodDecision]:
 
 
 Rule = Callable[[Obj, RuleContext], Optional[PodDecision]]
-RULES: Tuple[Rule, ...] = (terminating, mirror, daemonset, finished, gpu_consumer, tolerated)
+RULES: Tuple[Rule, ...] = (terminating, mirror, daemonset, finished, gpu_request, gpu_shared, gpu_mig,
+                           accelerator, gpu_fraction, resource_claim, tolerated)
 
 
 def gated_or_move(pod: Obj, ctx: RuleContext) -> PodDecision:
