@@ -16,7 +16,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, FrozenSet, Iterable, List, Optional, Sequence, Set, Tuple, cast
 
-from . import gpu, selectors
+from . import gpu, maintenance, selectors
 from .gpu import Obj
 from .taints import Taint, effective_gpu_taints, gpu_taints_on, tolerates_all
 
@@ -76,6 +76,7 @@ class NodePlan:
     gpu_taints: List[Obj]        # the managed taint(s) actually on the node
     unschedulable: bool
     signal: gpu.NodeSignal = gpu.NONE   # why the node is a GPU node (core.gpu.NODE_RULES)
+    maintenance: Tuple[str, ...] = ()   # who else is draining it (core.maintenance); evacuate refuses
     decisions: List[PodDecision] = field(default_factory=list)
 
     @property
@@ -321,7 +322,8 @@ def plan_node(node: Obj, pods: Iterable[Obj], pdbs: Iterable[Obj], options: Plan
     must_tolerate = effective_gpu_taints(node_taints, options.managed_taint)
     plan = NodePlan(name=node["metadata"]["name"], gpu_count=gpu.gpu_count(node),
                     gpu_taints=gpu_taints_on(node_taints, options.managed_taint),
-                    unschedulable=bool(spec.get("unschedulable")), signal=gpu.node_signal(node))
+                    unschedulable=bool(spec.get("unschedulable")), signal=gpu.node_signal(node),
+                    maintenance=tuple(maintenance.maintenance(node)))
     by_namespace: Dict[Any, List[Obj]] = {}   # PDBs apply in their namespace only: look there alone
     for pdb in pdbs:
         by_namespace.setdefault((pdb.get("metadata") or {}).get("namespace"), []).append(pdb)
