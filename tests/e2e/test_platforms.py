@@ -8,7 +8,6 @@ import os
 import sys
 
 import pytest
-
 from plugin import REPO, gpuisolate, plugin_bin  # noqa: F401  (fixtures)
 from sandbox_helpers import wait_until
 

@@ -111,14 +111,18 @@ def daemonset(name, node_name):
 
 
 
-CAPI_ANNOTATIONS = {"cluster.x-k8s.io/cluster-name": "nkp-gpu", "cluster.x-k8s.io/machine": "nkp-gpu-md-0-abc12",
-                    "cluster.x-k8s.io/owner-kind": "MachineSet", "cluster.x-k8s.io/owner-name": "nkp-gpu-md-0"}
+CAPI_ANNOTATIONS = {"cluster.x-k8s.io/cluster-name": "nkp-gpu",
+                    "cluster.x-k8s.io/machine": "nkp-gpu-md-0-abc12",
+                    "cluster.x-k8s.io/owner-kind": "MachineSet",
+                    "cluster.x-k8s.io/owner-name": "nkp-gpu-md-0"}
 
 
 def nkp_node():
     """NKP / Cluster API: a Machine's node (annotations), the operator's labels, capacity."""
-    n = node("plat-nkp", {"nvidia.com/gpu.present": "true", "cluster.x-k8s.io/deployment-name": "nkp-gpu-md-0",
-                          "feature.node.kubernetes.io/pci-0302_10de.present": "true"}, [], {"nvidia.com/gpu": "2"})
+    n = node("plat-nkp", {"nvidia.com/gpu.present": "true",
+                          "cluster.x-k8s.io/deployment-name": "nkp-gpu-md-0",
+                          "feature.node.kubernetes.io/pci-0302_10de.present": "true"},
+             [], {"nvidia.com/gpu": "2"})
     n["metadata"]["annotations"].update(CAPI_ANNOTATIONS)
     return n
 
@@ -135,8 +139,9 @@ def namespace():
 
 def workloads():
     """The objects after the nodes, in creation order (namespace first)."""
-    return [namespace(), *consumer_pods(), deployment("web-mng", "plat-mng"), deployment("web-inf", "plat-inf"),
-            daemonset("agent", "plat-mng"), bare("web-busy", "plat-busy"), bare("web-upgrade", "plat-upgrade")]
+    return [namespace(), *consumer_pods(), deployment("web-mng", "plat-mng"),
+            deployment("web-inf", "plat-inf"), daemonset("agent", "plat-mng"),
+            bare("web-busy", "plat-busy"), bare("web-upgrade", "plat-upgrade")]
 
 
 def _running(kube, name):

@@ -7,8 +7,15 @@ import pytest
 
 from kubectl_gpuisolate import cli
 from kubectl_gpuisolate.core import maintenance
-from kubectl_gpuisolate.core.taints import (Taint, TaintRef, add_taint, gpu_taints_on, parse_taint,
-                                            parse_taint_ref, remove_taint)
+from kubectl_gpuisolate.core.taints import (
+    Taint,
+    TaintRef,
+    add_taint,
+    gpu_taints_on,
+    parse_taint,
+    parse_taint_ref,
+    remove_taint,
+)
 from kubectl_gpuisolate.errors import EXIT_USAGE, UsageError
 
 from ..factories import node
