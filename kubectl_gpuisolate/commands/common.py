@@ -25,10 +25,10 @@ class IO:
 
 def add_node_flags(parser):
     parser.add_argument("nodes", nargs="*", metavar="NODE",
-                        help="node names (default: every node labelled "
-                             f"{gpu.DEFAULT_NODE_SELECTOR})").completer = complete_nodes
+                        help="node names (default: every node found by "
+                             f"{gpu.DEFAULT_SELECTION})").completer = complete_nodes
     parser.add_argument("-l", "--selector", metavar="SELECTOR",
-                        help=f"node label selector (default: {gpu.DEFAULT_NODE_SELECTOR})")
+                        help=f"node label selector (default: {gpu.DEFAULT_SELECTION})")
 
 
 @dataclass(frozen=True)
@@ -37,8 +37,8 @@ class NodeTarget:
 
     connection: ConnectionOptions
     names: Tuple[str, ...]               # as given, without repeats; () means "by selector"
-    requirements: Optional[list]         # the parsed selector; None when nodes are named
-    selector_text: Optional[str]
+    requirements: Optional[list]         # the parsed -l; None when nodes are named or by default
+    selector_text: Optional[str]         # -l as given; None when nodes are named or by default
 
     @classmethod
     def from_args(cls, args):
@@ -46,7 +46,7 @@ class NodeTarget:
         names = tuple(dict.fromkeys(args.nodes or ()))
         if names and args.selector:
             raise UsageError("cannot specify both node names and --selector")
-        text = args.selector or (None if names else gpu.DEFAULT_NODE_SELECTOR)
+        text = args.selector or None
         requirements = selectors.parse(text) if text else None
         return cls(connection=connection_options(args), names=names, requirements=requirements,
                    selector_text=text)

@@ -89,7 +89,7 @@ def _node_summary(node, wanted):
 
 
 def list_gpu_nodes(parsed_args=None, timeout=NODE_TIMEOUT, gpu_taint=DEFAULT_TAINT):
-    """{name: summary} of the nodes labelled nvidia.com/gpu.present=true, or {}
+    """{name: summary} of the first page of nodes that core.gpu's rules call GPU nodes, or {}
     on any error or after ``timeout`` seconds (completion never waits long).  The
     summary says whether a node carries ``gpu_taint`` (see ``_parse_gpu_taint``)."""
     wanted = _parse_gpu_taint(gpu_taint)
@@ -101,7 +101,7 @@ def list_gpu_nodes(parsed_args=None, timeout=NODE_TIMEOUT, gpu_taint=DEFAULT_TAI
 
         options = connection_options(parsed_args or argparse.Namespace(), request_timeout=timeout)
         kube = connect(options, pool_size=1)
-        nodes = kube.list_nodes(gpu.DEFAULT_NODE_SELECTOR, limit=500, retry=False)
+        nodes = gpu.gpu_nodes(kube.list_nodes(limit=500, retry=False))
         found.update({node["metadata"]["name"]: _node_summary(node, wanted) for node in nodes})
 
     def guarded():

@@ -16,7 +16,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, FrozenSet, Iterable, List, Optional, Sequence, Set, Tuple, cast
 
-from . import gpu, selectors
+from . import gpu, maintenance, selectors
 from .gpu import Obj
 from .taints import Taint, effective_gpu_taints, gpu_taints_on, tolerates_all
 
@@ -75,6 +75,8 @@ class NodePlan:
     gpu_count: int
     gpu_taints: List[Obj]        # the managed taint(s) actually on the node
     unschedulable: bool
+    signal: gpu.NodeSignal = gpu.NONE   # why the node is a GPU node (core.gpu.NODE_RULES)
+    maintenance: Tuple[str, ...] = ()   # who else is draining it (core.maintenance); evacuate refuses
     decisions: List[PodDecision] = field(default_factory=list)
 
     @property
@@ -223,17 +225,46 @@ def finished(pod: Obj, ctx: RuleContext) -> Optional[PodDecision]:
     return None
 
 
-def gpu_consumer(pod: Obj, ctx: RuleContext) -> Optional[PodDecision]:
-    gpu_resources = gpu.pod_gpu_resources(pod)
-    claims = gpu.pod_resource_claims(pod)
-    if not (gpu_resources or claims):
-        return None
-    what = ", ".join(gpu_resources) if gpu_resources else "resource claims " + ", ".join(claims)
+def _consumer(ctx: RuleContext, reason: str, what: str) -> PodDecision:
+    """A GPU consumer stays; warned when it does not tolerate the taint (a restart would strand it)."""
     warning = "" if ctx.tolerated else (
         f"GPU pod {ctx.namespace}/{ctx.name} uses {what} but does not tolerate "
         f"{ctx.taint_text}; after a restart it could not be scheduled on this node")
-    return ctx.decision(STAY, "gpu-request" if gpu_resources else "resource-claim", f"uses {what}",
-                        warning=warning)
+    return ctx.decision(STAY, reason, f"uses {what}", warning=warning)
+
+
+def _resource_rule(pod: Obj, ctx: RuleContext, reason: str,
+                   wanted: Callable[[str], bool]) -> Optional[PodDecision]:
+    """The pod stays for ``reason`` when one of its accelerator resources is ``wanted``; the
+    message names them all."""
+    names = gpu.pod_gpu_resources(pod)
+    return _consumer(ctx, reason, ", ".join(names)) if any(wanted(n) for n in names) else None
+
+
+def gpu_request(pod: Obj, ctx: RuleContext) -> Optional[PodDecision]:
+    return _resource_rule(pod, ctx, "gpu-request", lambda name: name == gpu.NVIDIA_GPU)
+
+
+def gpu_shared(pod: Obj, ctx: RuleContext) -> Optional[PodDecision]:
+    return _resource_rule(pod, ctx, "gpu-shared", gpu.is_shared_resource)
+
+
+def gpu_mig(pod: Obj, ctx: RuleContext) -> Optional[PodDecision]:
+    return _resource_rule(pod, ctx, "gpu-mig", gpu.is_mig_resource)
+
+
+def accelerator(pod: Obj, ctx: RuleContext) -> Optional[PodDecision]:
+    return _resource_rule(pod, ctx, "accelerator", lambda name: True)
+
+
+def gpu_fraction(pod: Obj, ctx: RuleContext) -> Optional[PodDecision]:
+    found = gpu.pod_gpu_fraction(pod)
+    return _consumer(ctx, "gpu-fraction", "a GPU fraction " + ", ".join(found)) if found else None
+
+
+def resource_claim(pod: Obj, ctx: RuleContext) -> Optional[PodDecision]:
+    claims = gpu.pod_resource_claims(pod)
+    return _consumer(ctx, "resource-claim", "resource claims " + ", ".join(claims)) if claims else None
 
 
 def tolerated(pod: Obj, ctx: RuleContext) -> Optional[PodDecision]:
@@ -243,7 +274,8 @@ def tolerated(pod: Obj, ctx: RuleContext) -> Optional[PodDecision]:
 
 
 Rule = Callable[[Obj, RuleContext], Optional[PodDecision]]
-RULES: Tuple[Rule, ...] = (terminating, mirror, daemonset, finished, gpu_consumer, tolerated)
+RULES: Tuple[Rule, ...] = (terminating, mirror, daemonset, finished, gpu_request, gpu_shared, gpu_mig,
+                           accelerator, gpu_fraction, resource_claim, tolerated)
 
 
 def gated_or_move(pod: Obj, ctx: RuleContext) -> PodDecision:
@@ -290,7 +322,8 @@ def plan_node(node: Obj, pods: Iterable[Obj], pdbs: Iterable[Obj], options: Plan
     must_tolerate = effective_gpu_taints(node_taints, options.managed_taint)
     plan = NodePlan(name=node["metadata"]["name"], gpu_count=gpu.gpu_count(node),
                     gpu_taints=gpu_taints_on(node_taints, options.managed_taint),
-                    unschedulable=bool(spec.get("unschedulable")))
+                    unschedulable=bool(spec.get("unschedulable")), signal=gpu.node_signal(node),
+                    maintenance=tuple(maintenance.maintenance(node)))
     by_namespace: Dict[Any, List[Obj]] = {}   # PDBs apply in their namespace only: look there alone
     for pdb in pdbs:
         by_namespace.setdefault((pdb.get("metadata") or {}).get("namespace"), []).append(pdb)

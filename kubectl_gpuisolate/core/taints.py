@@ -9,6 +9,7 @@ import re
 from typing import Any, Dict, Iterable, List, NamedTuple, Optional, Sequence, Tuple
 
 from ..errors import ConflictError, UsageError
+from .maintenance import refuse_provider_key
 
 ApiTaint = Dict[str, Any]        # a taint or toleration as the API's JSON has it
 
@@ -93,6 +94,7 @@ def parse_taint(spec: str) -> Taint:
                          "e.g. nvidia.com/gpu=true:NoSchedule")
     key, _, value = head.partition("=")
     validate_key(key, spec)
+    refuse_provider_key(key, spec)
     validate_value(value, spec)
     validate_effect(effect, spec)
     return Taint(key, value, effect)
@@ -105,6 +107,7 @@ def parse_taint_ref(spec: str) -> TaintRef:
     if "=" in key:
         raise UsageError(f"invalid taint {spec!r}: untaint takes KEY or KEY:EFFECT, without a value")
     validate_key(key, spec)
+    refuse_provider_key(key, spec)
     if sep:
         validate_effect(effect, spec)
         return TaintRef(key, effect)

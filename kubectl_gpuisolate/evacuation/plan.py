@@ -42,8 +42,10 @@ class NodeCheck:
 
 
 def preflight(plan, options):
-    """All-or-nothing per node: no GPU taint, or any BLOCKED pod, refuses the node."""
-    refusal = []
+    """All-or-nothing per node: someone else's maintenance, no GPU taint, or any BLOCKED pod
+    refuses the node."""
+    refusal = [f"{who}; evacuate would race it, so it leaves the node alone"
+               for who in plan.maintenance]
     if not plan.tainted:
         refusal.append(f"it lacks the GPU taint {options.gpu_taint}, so evicted pods could come "
                        "straight back; run 'kubectl gpuisolate taint' first or pass --taint")

@@ -4,7 +4,7 @@ the cluster's PodDisruptionBudgets and whether the DaemonSets owning pods still 
 from concurrent.futures import Future, ThreadPoolExecutor, as_completed
 from typing import Any, Dict, List, Tuple
 
-from ..core import planner
+from ..core import gpu, planner
 from .nodes import FETCH_WORKERS
 
 # What the planner reads of a pod (planner.decide, gpu.pod_*, taints.tolerates_all,
@@ -13,6 +13,7 @@ from .nodes import FETCH_WORKERS
 _POD_METADATA = ("name", "namespace", "uid", "labels", "ownerReferences", "deletionTimestamp")
 _POD_SPEC = ("nodeName", "tolerations", "resourceClaims")
 _MIRROR = "kubernetes.io/config.mirror"
+_ANNOTATIONS = (_MIRROR,) + gpu.FRACTION_ANNOTATIONS   # the ones the rules read
 
 
 def essentials(pod):
@@ -20,8 +21,9 @@ def essentials(pod):
     meta, spec = pod.get("metadata") or {}, pod.get("spec") or {}
     slim_meta = {k: meta[k] for k in _POD_METADATA if k in meta}
     annotations = meta.get("annotations") or {}
-    if _MIRROR in annotations:
-        slim_meta["annotations"] = {_MIRROR: annotations[_MIRROR]}
+    kept = {k: annotations[k] for k in _ANNOTATIONS if k in annotations}
+    if kept:
+        slim_meta["annotations"] = kept
     slim_spec = {k: spec[k] for k in _POD_SPEC if k in spec}
     volumes = [v for v in spec.get("volumes") or () if "emptyDir" in v]
     if volumes:

@@ -22,8 +22,8 @@ def find_nodes_with_version(kube, names, requirements, selector_text, *, warn):
     """(target nodes, resourceVersion of the node list, or None when nodes were named).
 
     Named nodes are read one by one (concurrently): listing a large cluster's
-    nodes costs seconds.  Otherwise all nodes are listed once, so that
-    GPU-capacity nodes without the GPU label can be reported.
+    nodes costs seconds.  Otherwise all nodes are listed once: by default the GPU-node
+    rules pick from them; with -l, GPU-capacity nodes the selector misses are warned of.
     """
     if names:
         with ThreadPoolExecutor(max_workers=min(FETCH_WORKERS, len(names))) as pool:
@@ -34,16 +34,21 @@ def find_nodes_with_version(kube, names, requirements, selector_text, *, warn):
                            "'kubectl get nodes'")
         return found, None
     all_nodes, version = kube.list_nodes_with_version()
+    if requirements is None:    # the default: the GPU-node rules (core.gpu.NODE_RULES)
+        nodes = gpu.gpu_nodes(all_nodes)
+        if not nodes:
+            raise NotFound("no GPU nodes found: no node has a GPU signal (docs/design.md); label "
+                           "them or pass -l/--selector or node names")
+        return nodes, version
     nodes = [n for n in all_nodes
              if selectors.matches_string(requirements, n["metadata"].get("labels"))]
     if not nodes:
         raise NotFound(f"no GPU nodes found: no node matches {selector_text}; label them "
-                       "or pass -l/--selector or node names")
-    unlabelled = gpu.unlabelled_gpu_nodes(all_nodes)
-    if unlabelled:
-        names_text = ", ".join(n["metadata"]["name"] for n in unlabelled)
-        warn(f"node(s) with GPU capacity but without {gpu.GPU_PRESENT_LABEL}=true are not "
-             f"selected: {names_text}")
+                       "or pass another -l/--selector or node names")
+    unselected = gpu.unselected_gpu_nodes(all_nodes, nodes)
+    if unselected:
+        names_text = ", ".join(n["metadata"]["name"] for n in unselected)
+        warn(f"node(s) with GPU capacity are not selected by {selector_text}: {names_text}")
     return nodes, version
 
 

@@ -30,11 +30,12 @@ def _taint_text(plan):
     return ", ".join(str(Taint.from_api(t)) for t in plan.gpu_taints) or "absent"
 
 
-def _header(plan):
+def _header(plan, wide):
     counts, stays = Counter(d.action for d in plan.decisions), plan.stay_reasons
     stay_text = ", ".join(f"{n} {r}" for r, n in sorted(stays.items()))
+    signal = f"{plan.signal.code}: {plan.signal.message}" if wide else plan.signal.code
     return (f"\nnode/{plan.name}: {plan.gpu_count} GPU, GPU taint {_taint_text(plan)}"
-            f"{', cordoned' if plan.unschedulable else ''}; {len(plan.decisions)} pods: "
+            f"{', cordoned' if plan.unschedulable else ''}; signal {signal}; {len(plan.decisions)} pods: "
             f"{len(plan.misplaced)} would move, {counts[planner.STAY]} stay"
             f"{' (' + stay_text + ')' if stay_text else ''}"
             f"{', %d terminating' % counts[planner.WAIT] if counts[planner.WAIT] else ''}\n")
@@ -56,7 +57,7 @@ def _pod_table(plan, wide):
 def render_text(result, *, wide=False):
     parts = [output.node_view(result.nodes)]
     for plan in result.plans:
-        parts.append(_header(plan))
+        parts.append(_header(plan, wide))
         parts.append(_pod_table(plan, wide))
     blockers = planner.pdb_blockers(result.plans)
     if blockers:
@@ -94,6 +95,7 @@ def _node_doc(node, plan):
         "name": plan.name,
         "gpuPresent": (node["metadata"].get("labels") or {}).get("nvidia.com/gpu.present"),
         "gpuCount": plan.gpu_count,
+        "signal": {"code": plan.signal.code, "message": plan.signal.message},
         "taints": (node.get("spec") or {}).get("taints") or [],
         "gpuTainted": plan.tainted,
         "unschedulable": plan.unschedulable,

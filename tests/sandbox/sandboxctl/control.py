@@ -6,7 +6,7 @@ import time
 from pathlib import Path
 
 from . import components as comp
-from . import load, pki, scale
+from . import load, pki, platforms, scale
 from .kube import ApiError, Kube
 from .procs import SandboxError, State, alive, free_ports, rss_mib, stop
 
@@ -131,6 +131,8 @@ def _fresh_up(state, scenario, params):
             scale.wait(kube, params, log)
         else:
             load.load(kube, log)
+            if scenario == "platforms":
+                platforms.load(kube, log)
             (state.root / "baseline.json").write_text(json.dumps(load.snapshot(kube)))
         t_load = time.time() - t_load0
     except (SandboxError, ApiError, OSError) as e:
@@ -239,6 +241,8 @@ def reset():
             new = load.reset(kube, baseline, log)
             if new is not None:
                 (root / "baseline.json").write_text(json.dumps(new))
+            if state.data.get("scenario") == "platforms":
+                platforms.reset(kube, log)   # the seed's reset removed the platform nodes
         log(f"reset done in {time.time() - t0:.1f}s")
         return 0
     except (ApiError, OSError, ValueError) as e:

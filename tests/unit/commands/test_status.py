@@ -59,18 +59,20 @@ def test_text_never_says_a_staying_pod_would_move():
         "cilium": "stays", "tol": "stays", "web": "would move", "old": "terminating"}
 
 
+SELECTOR = "nvidia.com/gpu.present=true"
+
+
 def test_warnings_go_to_stderr_and_into_the_document_not_into_the_table():
     nodes = [gpu_node(GPU_A, taints=[GPU_TAINT]), node("cpu-1", capacity={"nvidia.com/gpu": "1"})]
     gpu_job = pod("gpu-job", requests={"nvidia.com/gpu": "1"})
-    unlabelled = ("Warning: node(s) with GPU capacity but without nvidia.com/gpu.present=true "
-                  "are not selected: cpu-1")
+    unlabelled = "Warning: node(s) with GPU capacity are not selected by nvidia.com/gpu.present=true: cpu-1"
     untolerated = ("GPU pod default/gpu-job uses nvidia.com/gpu but does not tolerate "
                    "nvidia.com/gpu=true:NoSchedule; after a restart it could not be scheduled on "
                    "this node")
-    code, out, err = run_command(FakeCluster(nodes, [gpu_job]), "status")
+    code, out, err = run_command(FakeCluster(nodes, [gpu_job]), "status", "-l", SELECTOR)
     assert err.splitlines() == [unlabelled, f"Warning: {untolerated}"]
     assert "Warning" not in out and "cpu-1" not in out
-    code, out, err = run_command(FakeCluster(nodes, [gpu_job]), "status", "-o", "json")
+    code, out, err = run_command(FakeCluster(nodes, [gpu_job]), "status", "-l", SELECTOR, "-o", "json")
     assert json.loads(out)["warnings"] == [untolerated]
     assert err.splitlines() == [unlabelled, f"Warning: {untolerated}"]
 
@@ -80,3 +82,48 @@ def test_named_nodes_that_do_not_exist():
     with pytest.raises(NotFound) as caught:
         run_command(fake, "status", "gpu-9", GPU_A, "gpu-8")
     assert str(caught.value).startswith("node(s) not found: gpu-9, gpu-8;")
+
+
+PLATFORM_NODES = [
+    node("gke-t4", labels={"cloud.google.com/gke-accelerator": "nvidia-tesla-t4"},
+         taints=[GPU_TAINT_PRESENT]),
+    node("aks-gpu", labels={"kubernetes.azure.com/accelerator": "nvidia"},
+         taints=[{"key": "sku", "value": "gpu", "effect": "NoSchedule"}]),
+    node("karpenter-g5", labels={"karpenter.k8s.aws/instance-gpu-count": "1"}),
+    node("mng-p4", capacity={"cpu": "96", "nvidia.com/gpu": "8"}),
+    node("cpu-1"),
+]
+
+
+def test_platform_gpu_nodes_are_found_with_no_flags_each_with_its_signal():
+    code, out, err = run_command(FakeCluster(PLATFORM_NODES, []), "status", "-o", "json")
+    signals = {n["name"]: n["signal"] for n in json.loads(out)["nodes"]}
+    assert {name: s["code"] for name, s in signals.items()} == {
+        "gke-t4": "gke-accelerator-label", "aks-gpu": "aks-accelerator-label",
+        "karpenter-g5": "karpenter-gpu-count", "mng-p4": "accelerator-capacity"}
+    assert signals["aks-gpu"]["message"] == "labelled kubernetes.azure.com/accelerator=nvidia (AKS)"
+    assert err == ""
+
+
+def test_the_text_header_names_the_signal_and_wide_explains_it():
+    _, out, _ = run_command(FakeCluster(PLATFORM_NODES, []), "status")
+    assert "node/gke-t4: 0 GPU, GPU taint nvidia.com/gpu=present:NoSchedule; signal gke-accelerator-label; " \
+           "0 pods" in out
+    _, wide, _ = run_command(FakeCluster(PLATFORM_NODES, []), "status", "-o", "wide")
+    assert "; signal karpenter-gpu-count: labelled karpenter.k8s.aws/instance-gpu-count=1 (Karpenter); " \
+           "0 pods" in wide
+    assert "cpu-1" not in out and "cpu-1" not in wide
+
+
+def test_no_gpu_node_by_the_rules_is_exit_6_on_one_line():
+    with pytest.raises(NotFound) as caught:
+        run_command(FakeCluster([node("cpu-1")], []), "status")
+    assert caught.value.exit_code == 6
+    assert str(caught.value) == ("no GPU nodes found: no node has a GPU signal (docs/design.md); label "
+                                 "them or pass -l/--selector or node names")
+
+
+def test_a_selected_node_without_a_signal_says_none():
+    _, out, _ = run_command(FakeCluster([node("cpu-1")], []), "status", "cpu-1", "-o", "json")
+    assert json.loads(out)["nodes"][0]["signal"] == {
+        "code": "none", "message": "no GPU signal; selected by -l/--selector or by name"}

@@ -73,11 +73,10 @@ def test_taint_warnings_and_notes_go_to_stderr_and_only_the_writes_to_stdout():
     nodes = [gpu_node(GPU_A), node("cpu-1", capacity={"nvidia.com/gpu": "1"})]
     pods = [pod("web-1", node_name=GPU_A), pod("web-2", node_name=GPU_A),
             pod("gpu-job", requests={"nvidia.com/gpu": "1"}, node_name=GPU_A)]
-    code, out, err = run_command(FakeCluster(nodes, pods), "taint")
+    code, out, err = run_command(FakeCluster(nodes, pods), "taint", "-l", "nvidia.com/gpu.present=true")
     assert (code, out) == (EXIT_OK, f"node/{GPU_A} tainted\n")
     assert err.splitlines() == [
-        "Warning: node(s) with GPU capacity but without nvidia.com/gpu.present=true are not "
-        "selected: cpu-1",
+        "Warning: node(s) with GPU capacity are not selected by nvidia.com/gpu.present=true: cpu-1",
         "Warning: GPU pod default/gpu-job uses nvidia.com/gpu but does not tolerate "
         "nvidia.com/gpu=true:NoSchedule; after a restart it could not be scheduled on this node",
         f"node/{GPU_A}: 2 running pod(s) do not tolerate nvidia.com/gpu=true:NoSchedule; the taint "

@@ -84,14 +84,17 @@ def test_files_are_left_to_argcomplete_file_completion(tmp_path):
 
 
 # -- GPU nodes through the KubeApi calls ----------------------------------------------------------------
-def node(name, *taints, gpus="8"):
-    return {"metadata": {"name": name}, "status": {"capacity": {"nvidia.com/gpu": gpus}},
+def node(name, *taints, gpus="8", labels=None):
+    return {"metadata": {"name": name, "labels": labels or {}},
+            "status": {"capacity": {"nvidia.com/gpu": gpus}},
             "spec": {"taints": [dict(zip(("key", "value", "effect"), t)) for t in taints]}}
 
 
 NODES = [node("gpu-a", ("nvidia.com/gpu", "present", "NoSchedule")),
          node("gpu-b", ("nvidia.com/gpu", "true", "NoExecute")),
-         node("gpu-c", ("example.com/accel", "yes", "NoSchedule"), gpus="0")]
+         node("gpu-c", ("example.com/accel", "yes", "NoSchedule"), gpus="0",
+              labels={"cloud.google.com/gke-accelerator": "nvidia-l4"}),   # GKE, by its label
+         node("cpu-1", ("example.com/accel", "yes", "NoSchedule"), gpus="0")]        # no GPU signal
 
 
 class ListingKube:
@@ -129,7 +132,7 @@ def test_nodes_are_one_page_without_retries_over_the_connection_flags(kube):
     args = argparse.Namespace(context="dev", user="u", as_user="me", as_groups=["g"],
                               request_timeout="bogus")  # the completion budget replaces it
     assert set(completers.list_gpu_nodes(args, timeout=0.5)) == {"gpu-a", "gpu-b", "gpu-c"}
-    assert kube.calls == [("nvidia.com/gpu.present=true", 500, False)]
+    assert kube.calls == [(None, 500, False)]
     assert kube.connected == [(ConnectionOptions(context="dev", user="u", request_timeout=0.5,
                                                  as_user="me", as_groups=("g",)), 1)]
 

@@ -185,6 +185,9 @@ NODES = {"items": [
      "spec": {"taints": [{"key": "nvidia.com/gpu", "value": "true", "effect": "NoSchedule"}]}},
     {"metadata": {"name": "gpu-a", "labels": {"nvidia.com/gpu.present": "true"}},
      "status": {"capacity": {"nvidia.com/gpu": "2"}}, "spec": {"unschedulable": True}},
+    {"metadata": {"name": "cpu-1", "labels": {"nvidia.com/gpu.present": "false"}},
+     "status": {"capacity": {"nvidia.com/gpu": "1"}}},   # the GPU Operator's "GPUs gone"
+    {"metadata": {"name": "cpu-2"}, "status": {"capacity": {"cpu": "4"}}},
 ]}
 
 
@@ -230,7 +233,7 @@ def test_gpu_nodes_from_the_api(fake_api):
     assert found == {"gpu-a": "2 GPU, no GPU taint, cordoned", "gpu-b": "8 GPU, GPU taint"}
     assert directive == NO_FILE_COMP
     path, auth = FakeApi.requests[-1]
-    assert path.startswith("/api/v1/nodes?") and "labelSelector=nvidia.com%2Fgpu.present%3Dtrue" in path
+    assert path == "/api/v1/nodes?limit=500"    # every node; the GPU-node rules pick
     assert auth == "Bearer not-a-secret"
 
 

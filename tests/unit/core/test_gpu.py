@@ -16,8 +16,12 @@ CAPACITY_CASES = [
     ({"nvidia.com/gpu": "0"}, {}, "zero"),
     ({"nvidia.com/gpu": "0", "amd.com/gpu": "1"}, {"amd.com/gpu": 1}, "zero-and-one"),
     ({"cpu": "48", "memory": "384Gi", "pods": "110", "hugepages-1Gi": "0"}, {}, "no-gpu"),
-    ({"nvidia.com/gpu-driver": "1", "example.com/fpga": "2", "nvidia.com/gpux": "1"}, {},
+    ({"example.com/fpga": "2", "example.com/gpu": "1", "nvidia.com.evil/gpu": "1"}, {},
      "lookalike-resources"),
+    ({"nvidia.com/gpu.shared": "16"}, {"nvidia.com/gpu.shared": 16}, "time-sliced"),
+    ({"aws.amazon.com/neuron": "1", "aws.amazon.com/neuroncore": "2"},
+     {"aws.amazon.com/neuron": 1, "aws.amazon.com/neuroncore": 2}, "neuron"),
+    ({"google.com/tpu": "4"}, {"google.com/tpu": 4}, "tpu"),
     ({"nvidia.com/gpu": "2k"}, {}, "not-an-integer"),
     ({}, {}, "empty-capacity"),
 ]
@@ -55,24 +59,23 @@ def test_gpu_count_without_metadata_labels():
 @pytest.mark.parametrize("name, expected", [
     ("nvidia.com/gpu", True), ("amd.com/gpu", True), ("habana.ai/gaudi", True),
     ("habana.ai/gaudi2", True), ("gpu.intel.com/i915", True), ("nvidia.com/mig-3g.20gb", True),
-    ("nvidia.com/gpu.shared", False), ("cpu", False), ("memory", False),
-    ("example.com/gpu", False),
+    ("nvidia.com/gpu.shared", True), ("nvidia.com/mig-1g.10gb.me", True), ("nvidia.com/GRID_T4-1Q", True),
+    ("aws.amazon.com/neuron", True), ("aws.amazon.com/neuroncore", True), ("google.com/tpu", True),
+    ("aws.amazon.com/efa", False), ("google.com/tpux", False),
+    ("cpu", False), ("memory", False), ("example.com/gpu", False),
 ], ids=lambda v: str(v))
 def test_is_gpu_resource(name, expected):
     assert gpu.is_gpu_resource(name) is expected
 
 
-def test_unlabelled_gpu_nodes():
-    labelled = node("labelled", labels={"nvidia.com/gpu.present": "true"},
-                    capacity={"nvidia.com/gpu": "2"})
-    unlabelled = node("unlabelled", capacity={"amd.com/gpu": "1"})
-    false_label = node("false-label", labels={"nvidia.com/gpu.present": "false"},
-                       capacity={"nvidia.com/gpu": "1"})
+def test_unselected_gpu_nodes():
+    selected = node("selected", capacity={"nvidia.com/gpu": "2"})
+    missed = node("missed", capacity={"amd.com/gpu": "1"})
     zero = node("zero", capacity={"nvidia.com/gpu": "0"})
     cpu = node("cpu", capacity={"cpu": "16"})
     label_only = node("label-only", labels={"nvidia.com/gpu.present": "true"})
-    result = gpu.unlabelled_gpu_nodes([labelled, unlabelled, false_label, zero, cpu, label_only])
-    assert [n["metadata"]["name"] for n in result] == ["unlabelled", "false-label"]
+    result = gpu.unselected_gpu_nodes([selected, missed, zero, cpu, label_only], [selected, label_only])
+    assert [n["metadata"]["name"] for n in result] == ["missed"]
 
 
 @pytest.mark.parametrize("labels, expected", [
@@ -100,6 +103,9 @@ POD_CASES = [
      ["amd.com/gpu", "habana.ai/gaudi", "nvidia.com/gpu"], "several-sorted"),
     (dict(requests={"nvidia.com/gpu": "1"}, limits={"nvidia.com/gpu": "1"}), ["nvidia.com/gpu"],
      "request-and-limit-once"),
+    (dict(requests={"nvidia.com/gpu.shared": "1"}), ["nvidia.com/gpu.shared"], "time-sliced"),
+    (dict(limits={"aws.amazon.com/neuroncore": "2"}), ["aws.amazon.com/neuroncore"], "neuron"),
+    (dict(requests={"google.com/tpu": "4"}), ["google.com/tpu"], "tpu"),
 ]
 
 

@@ -30,6 +30,8 @@ PODS = [
     pod("bare", "apps", owner_ref=None),
     pod("tolerant", "apps", tolerations=[GPU_TOLERATION] + DEFAULT_TOLERATIONS),
     pod("guarded", "apps", labels={"app": "guarded"}),
+    pod("kai-half", "nai", owner_ref=None, annotations={"gpu-fraction": "0.5", "other": "x"}),
+    pod("kai-memory", "nai", annotations={"gpu-memory": "2000"}),
 ]
 PDBS = [pdb("web", "apps", selector={"matchLabels": {"app": "web"}}),
         pdb("guard-1", "apps", selector={"matchLabels": {"app": "guarded"}}),
@@ -48,7 +50,7 @@ def test_essentials_decide_as_the_whole_pod(flags):
     assert {d.reason for d in whole.decisions} >= {"daemonset", "daemonset-orphan", "mirror",
                                                    "gpu-request", "resource-claim", "finished",
                                                    "terminating", "gated", "not-tolerated",
-                                                   "tolerates"}
+                                                   "tolerates", "gpu-mig", "gpu-fraction"}
 
 
 def test_essentials_drop_what_the_planner_does_not_read():
@@ -59,6 +61,8 @@ def test_essentials_drop_what_the_planner_does_not_read():
     assert slim["spec"]["containers"] == [{"resources": {}}]
     assert "volumes" not in gather.essentials(PODS[0])["spec"]
     assert gather.essentials(PODS[10])["spec"]["volumes"] == [{"name": "c", "emptyDir": {}}]
+    assert gather.essentials(PODS[14])["metadata"]["annotations"] == {"gpu-fraction": "0.5"}
+    assert gather.essentials(PODS[15])["metadata"]["annotations"] == {"gpu-memory": "2000"}
 
 
 class Cluster:

@@ -59,7 +59,8 @@ def test_each_verdict_as_the_table_and_the_document_say_it(case):
 def test_the_node_header_counts_every_verdict_and_stay_reason():
     status = result([case[0] for case in CASES.values()])
     header = [line for line in render_text(status).splitlines() if line.startswith("node/")]
-    assert header == [f"node/{GPU_A}: 2 GPU, GPU taint nvidia.com/gpu=true:NoSchedule; 10 pods: "
+    assert header == [f"node/{GPU_A}: 2 GPU, GPU taint nvidia.com/gpu=true:NoSchedule; "
+                      "signal gpu-operator-label; 10 pods: "
                       "3 would move, 6 stay (1 daemonset, 1 finished, 1 gpu-request, 1 mirror, "
                       "1 resource-claim, 1 tolerates), 1 terminating"]
     summary = to_document(status)["nodes"][0]["summary"]
@@ -77,13 +78,13 @@ def test_the_node_header_counts_every_verdict_and_stay_reason():
 ], ids=["true", "present", "no-value", "absent"])
 def test_the_header_names_the_gpu_taint_on_the_node(taints, text):
     out = render_text(result([], taints=taints))
-    assert f"node/{GPU_A}: 2 GPU, {text} 0 pods: 0 would move, 0 stay\n" in out
+    assert f"node/{GPU_A}: 2 GPU, {text} signal gpu-operator-label; 0 pods: 0 would move, 0 stay\n" in out
 
 
 def test_a_cordoned_node_says_so():
     node = gpu_node(GPU_A, taints=[GPU_TAINT])
     node["spec"]["unschedulable"] = True
-    assert ", cordoned; 0 pods" in render_text(result([], node=node))
+    assert ", cordoned; signal gpu-operator-label; 0 pods" in render_text(result([], node=node))
 
 
 def test_wide_adds_the_owner_and_the_pdbs():

@@ -1,0 +1,130 @@
+"""core/gpu.py's NODE_RULES: each platform's GPU node, found with its signal, and the table in
+docs/design.md "GPU nodes" pinned against the code, row by row.
+
+The node shapes are those of /work/shared/research/platforms.md §1 (labels and capacity as each platform
+writes them)."""
+
+import os
+import re
+
+import pytest
+
+from kubectl_gpuisolate.core import gpu
+
+from ..factories import node
+
+DESIGN = os.path.join(os.path.dirname(__file__), "..", "..", "..", "docs", "design.md")
+HEADING = "## GPU nodes"
+
+GKE = {"cloud.google.com/gke-accelerator": "nvidia-tesla-t4", "cloud.google.com/gke-nodepool": "gpu-pool"}
+KARPENTER = {"karpenter.sh/nodepool": "gpu", "karpenter.k8s.aws/instance-gpu-count": "1",
+             "karpenter.k8s.aws/instance-gpu-manufacturer": "nvidia"}
+EKS_AUTO = {"eks.amazonaws.com/compute-type": "auto", "eks.amazonaws.com/instance-gpu-count": "4"}
+
+# (labels, capacity, signal code or None for "not a GPU node", id)
+CASES = [
+    ({"nvidia.com/gpu.present": "true"}, {}, "gpu-operator-label", "gpu-operator"),
+    ({"nvidia.com/gpu.present": "true", **GKE}, {"nvidia.com/gpu": "1"}, "gpu-operator-label",
+     "operator-first"),
+    ({"nvidia.com/gpu.present": "false", **GKE}, {"nvidia.com/gpu": "1"}, None, "operator-gpus-gone"),
+    ({"nvidia.com/gpu.present": "True"}, {}, None, "operator-capitalised"),
+    ({}, {"nvidia.com/gpu": "8"}, "accelerator-capacity", "eks-managed-node-group"),
+    ({}, {"nvidia.com/gpu.shared": "16"}, "accelerator-capacity", "time-sliced"),
+    ({}, {"nvidia.com/mig-1g.5gb": "7"}, "accelerator-capacity", "mig-mixed"),
+    ({}, {"aws.amazon.com/neuron": "1"}, "accelerator-capacity", "neuron"),
+    ({}, {"nvidia.com/gpu": "0", "cpu": "8"}, None, "zero-capacity"),
+    (GKE, {}, "gke-accelerator-label", "gke-before-the-device-plugin"),
+    (GKE, {"nvidia.com/gpu": "1"}, "accelerator-capacity", "gke-with-capacity"),
+    ({"kubernetes.azure.com/accelerator": "nvidia", "kubernetes.azure.com/agentpool": "gpunp"}, {},
+     "aks-accelerator-label", "aks"),
+    ({"accelerator": "nvidia"}, {}, "aks-legacy-accelerator-label", "aks-legacy"),
+    ({"accelerator": "tpu"}, {}, None, "legacy-other-value"),
+    (KARPENTER, {}, "karpenter-gpu-count", "karpenter"),
+    ({"karpenter.k8s.aws/instance-gpu-count": "0"}, {}, None, "karpenter-cpu"),
+    (EKS_AUTO, {}, "eks-auto-gpu-count", "eks-auto-mode"),
+    ({"eks.amazonaws.com/instance-gpu-count": "none"}, {}, None, "eks-auto-not-a-count"),
+    ({"karpenter.azure.com/sku-gpu-count": "1", "karpenter.azure.com/sku-gpu-name": "A100"}, {},
+     "aks-nap-gpu-count", "aks-nap"),
+    ({"feature.node.kubernetes.io/pci-10de.present": "true"}, {}, "nfd-pci-label", "openshift-nfd"),
+    ({"feature.node.kubernetes.io/pci-0302_10de.present": "true"}, {}, "nfd-pci-label", "nkp-nfd"),
+    ({"feature.node.kubernetes.io/pci-0300_10de.present": "true"}, {}, "nfd-pci-label", "nfd-vga"),
+    ({"feature.node.kubernetes.io/pci-10de.present": "false"}, {}, None, "nfd-false"),
+    ({"node.kubernetes.io/instance-type": "g5.xlarge"}, {"cpu": "4"}, None, "cpu-only"),
+]
+
+
+@pytest.mark.parametrize("labels, capacity, code", [c[:3] for c in CASES], ids=[c[3] for c in CASES])
+def test_each_platforms_gpu_node_is_found_with_its_signal(labels, capacity, code):
+    the_node = node("n", labels=labels, capacity=capacity)
+    signal = gpu.node_signal(the_node)
+    assert gpu.is_gpu_node(the_node) is (code is not None)
+    if code is not None:
+        assert signal.code == code
+    else:
+        assert signal.code in ("none", "gpu-operator-gone")
+
+
+@pytest.mark.parametrize("labels, capacity, message", [
+    ({"nvidia.com/gpu.present": "true"}, {}, "labelled nvidia.com/gpu.present=true (GPU Operator)"),
+    ({"nvidia.com/gpu.present": "false"}, {}, "labelled nvidia.com/gpu.present=false: its GPUs are gone"),
+    ({}, {"nvidia.com/mig-1g.5gb": "7", "nvidia.com/gpu": "1"},
+     "has accelerator capacity nvidia.com/gpu=1, nvidia.com/mig-1g.5gb=7"),
+    (GKE, {}, "labelled cloud.google.com/gke-accelerator=nvidia-tesla-t4 (GKE)"),
+    (KARPENTER, {}, "labelled karpenter.k8s.aws/instance-gpu-count=1 (Karpenter)"),
+    ({"feature.node.kubernetes.io/pci-0302_10de.present": "true"}, {},
+     "labelled feature.node.kubernetes.io/pci-0302_10de.present=true (NFD: an NVIDIA PCI device)"),
+    ({}, {}, "no GPU signal; selected by -l/--selector or by name"),
+], ids=["operator", "gone", "capacity", "gke", "karpenter", "nfd", "none"])
+def test_signal_sentences(labels, capacity, message):
+    assert gpu.node_signal(node("n", labels=labels, capacity=capacity)).message == message
+
+
+def test_gpu_nodes_keeps_the_order_and_drops_the_others():
+    nodes = [node("b", labels=GKE), node("cpu"), node("a", labels=KARPENTER),
+             node("gone", labels={"nvidia.com/gpu.present": "false"}, capacity={"nvidia.com/gpu": "1"})]
+    assert [n["metadata"]["name"] for n in gpu.gpu_nodes(nodes)] == ["b", "a"]
+
+
+def test_a_node_without_metadata_or_status_has_no_signal():
+    assert gpu.node_signal({"metadata": {"name": "n"}}) is gpu.NONE
+    assert gpu.node_signal({"metadata": {"name": "n", "labels": None}, "status": None}) is gpu.NONE
+
+
+# -- the table in docs/design.md -------------------------------------------------------------------
+def design_rows():
+    with open(DESIGN, encoding="utf-8") as f:
+        lines = f.read().splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith(HEADING))
+    table = []
+    for line in lines[start + 1:]:
+        if line.startswith("#"):
+            break
+        if line.startswith("|"):
+            table.append([cell.strip() for cell in line.strip().strip("|").split("|")])
+        elif table:
+            break
+    header, _, *rows = table
+    return [dict(zip(header, row)) for row in rows]
+
+
+ROWS = design_rows()
+
+
+def test_the_table_names_every_rule_in_order():
+    names = [re.findall(r"`([^`]+)`", row["rule"]) for row in ROWS]
+    assert names == [[rule.__name__] for rule in gpu.NODE_RULES]
+
+
+@pytest.mark.parametrize("labels, capacity, code", [c[:3] for c in CASES if c[2]],
+                         ids=[c[3] for c in CASES if c[2]])
+def test_each_signal_comes_from_the_row_that_documents_it(labels, capacity, code):
+    the_node = node("n", labels=labels, capacity=capacity)
+    deciding = next(rule for rule in gpu.NODE_RULES if rule(the_node) is not None)
+    row = next(r for r in ROWS if r["rule"] == f"`{deciding.__name__}`")
+    assert code in re.findall(r"`([^`]+)`", row["signal"])
+
+
+def test_every_documented_signal_has_a_case():
+    documented = {code for row in ROWS for code in re.findall(r"`([^`]+)`", row["signal"])}
+    gone = gpu.node_signal(node("n", labels={"nvidia.com/gpu.present": "false"})).code
+    assert documented == {c[2] for c in CASES if c[2]} | {gone}
