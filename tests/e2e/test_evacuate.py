@@ -14,8 +14,6 @@ import pytest
 from plugin import gpuisolate, plugin_bin  # noqa: F401  (fixtures)
 from sandbox_helpers import CPU_WORKERS, GPU_A, GPU_B, GPU_NODES, owner_kind, wait_until
 
-pytestmark = pytest.mark.e2e
-
 INFERENCE = "llama32-iep-predictor"
 TEST_NS = "evac-e2e"          # created by tests; `reset` deletes namespaces created after up
 
