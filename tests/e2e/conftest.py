@@ -1,11 +1,13 @@
-"""The e2e tier: its marker, and the session's seed sandbox.
+"""The e2e tier: its marker and its shared fixtures.
 
 Every test under tests/e2e is marked ``e2e`` here, so ``-m "not e2e"`` runs
 none of them (and starts no sandbox) and ``-m e2e`` runs exactly them.
 
-``sandbox``: a running seed sandbox (started here, or reused if already up).
-A sandbox this fixture starts is stopped at the end of the session unless
-SANDBOX_KEEP=1; a sandbox that was already running is left running.
+Fixtures: ``sandbox``, a running seed sandbox for the session (started here, or
+reused if already up; one this fixture starts is stopped at the end unless
+SANDBOX_KEEP=1); ``clean``, the seed state freshly reset for a test that
+changes it; ``plugin_bin`` and ``gpuisolate``, the plugin run through kubectl's
+plugin discovery (plugin.py).
 """
 import os
 import sys
@@ -15,6 +17,7 @@ import pytest
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
+from plugin import Plugin, write_launcher  # noqa: E402
 from sandbox_helpers import Sandbox  # noqa: E402
 
 
@@ -35,3 +38,23 @@ def sandbox():
     yield sb
     if started and os.environ.get("SANDBOX_KEEP") != "1":
         sb.down()
+
+
+@pytest.fixture
+def clean(sandbox):
+    """The seed state, reset before this test changes it and again afterwards."""
+    sandbox.reset()
+    yield sandbox
+    sandbox.reset()
+
+
+@pytest.fixture(scope="session")
+def plugin_bin(tmp_path_factory):
+    """A directory holding a ``kubectl-gpuisolate`` launcher for this checkout."""
+    return write_launcher(tmp_path_factory.mktemp("plugin-bin"))
+
+
+@pytest.fixture
+def gpuisolate(plugin_bin, sandbox):
+    """``gpuisolate(*args)``: ``kubectl gpuisolate ARGS`` against the sandbox."""
+    return Plugin(plugin_bin, str(sandbox.kubeconfig))

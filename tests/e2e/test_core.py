@@ -6,8 +6,6 @@ import threading
 
 import pytest
 
-from plugin import gpuisolate, plugin_bin  # noqa: F401  (fixtures)
-
 GPU_NODES = ["nkpnai-gpupool-1-z9mz6-pl9k2-4n5fm", "nkpnai-gpupool-1-z9mz6-pl9k2-9xdn9"]
 COLUMNS = ("custom-columns=NAME:.metadata.name,GPU_PRESENT:.metadata.labels.nvidia\\.com/gpu\\.present,"
            "TAINTS:.spec.taints")
@@ -20,13 +18,6 @@ def node_table(text):
 
 def node_json(sandbox, name):
     return json.loads(sandbox.kubectl("get", "node", name, "-o", "json").stdout)
-
-
-@pytest.fixture
-def clean(sandbox):
-    sandbox.reset()
-    yield sandbox
-    sandbox.reset()
 
 
 def test_node_table_is_byte_identical_to_kubectl(gpuisolate, sandbox):

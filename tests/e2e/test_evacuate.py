@@ -9,20 +9,10 @@ import signal
 import subprocess
 import threading
 
-import pytest
-
-from plugin import gpuisolate, plugin_bin  # noqa: F401  (fixtures)
 from sandbox_helpers import CPU_WORKERS, GPU_A, GPU_B, GPU_NODES, owner_kind, wait_until
 
 INFERENCE = "llama32-iep-predictor"
 TEST_NS = "evac-e2e"          # created by tests; `reset` deletes namespaces created after up
-
-
-@pytest.fixture
-def clean(sandbox):
-    sandbox.reset()
-    yield sandbox
-    sandbox.reset()
 
 
 def uids_on(sandbox, nodes=GPU_NODES):

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from plugin import REPO, gpuisolate, plugin_bin  # noqa: F401  (fixtures)
+from plugin import REPO
 from sandbox_helpers import GPU_A, GPU_NODES, unanswering_servers, wait_until
 
 sys.path.insert(0, str(Path(REPO) / "tests"))

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from plugin import REPO, gpuisolate, plugin_bin  # noqa: F401  (fixtures)
+from plugin import REPO
 from sandbox_helpers import GPU_A, GPU_NODES, owner_kind, wait_until
 
 ROLE_FILE = Path(REPO) / "rbac" / "clusterrole.yaml"
@@ -70,13 +70,6 @@ def can_i(sandbox, verb, resource, *impersonate):
 def state(sandbox):
     nodes = {n["metadata"]["name"]: n["metadata"]["resourceVersion"] for n in sandbox.get_json("nodes")["items"]}
     return nodes, sorted(p["metadata"]["uid"] for p in sandbox.pods())
-
-
-@pytest.fixture
-def clean(sandbox):
-    sandbox.reset()
-    yield sandbox
-    sandbox.reset()
 
 
 @pytest.fixture
