@@ -123,15 +123,21 @@ def test_other_value_needs_overwrite(gpuisolate, clean):
 
 @pytest.mark.parametrize("mode,suffix", [("client", "(dry run)"), ("server", "(server dry run)")])
 def test_dry_runs_write_nothing(gpuisolate, clean, mode, suffix):
-    versions = {n: node_json(clean, n)["metadata"]["resourceVersion"] for n in GPU_NODES}
+    def versions():
+        return {n: node_json(clean, n)["metadata"]["resourceVersion"] for n in GPU_NODES}
+
+    untainted = versions()
     result = gpuisolate("taint", f"--dry-run={mode}")
     assert result.returncode == 0, result.stderr
     assert result.stdout.splitlines() == [f"node/{n} tainted {suffix}" for n in GPU_NODES]
+    assert versions() == untainted
     assert gpuisolate("taint").returncode == 0
-    versions = {n: node_json(clean, n)["metadata"]["resourceVersion"] for n in GPU_NODES}
+    tainted = versions()
+    assert all(tainted[n] != untainted[n] for n in GPU_NODES)     # a real write shows up here
     result = gpuisolate("untaint", f"--dry-run={mode}")
+    assert result.returncode == 0, result.stderr
     assert result.stdout.splitlines() == [f"node/{n} untainted {suffix}" for n in GPU_NODES]
-    assert {n: node_json(clean, n)["metadata"]["resourceVersion"] for n in GPU_NODES} == versions
+    assert versions() == tainted
 
 
 def test_concurrent_writer_never_loses_a_taint(gpuisolate, clean):

@@ -7,9 +7,14 @@ same starting state for comparison."""
 import json
 import signal
 import subprocess
-import threading
+import sys
+from pathlib import Path
 
-from sandbox_helpers import CPU_WORKERS, GPU_A, GPU_B, GPU_NODES, owner_kind, wait_until
+from sandbox_helpers import CPU_WORKERS, GPU_A, GPU_B, GPU_NODES, REPO, owner_kind, wait_until
+
+sys.path.insert(0, str(Path(REPO) / "tests"))
+from faults.cluster import Admin, ready  # noqa: E402
+from faults.monitor import PdbMonitor  # noqa: E402
 
 INFERENCE = "llama32-iep-predictor"
 TEST_NS = "evac-e2e"          # created by tests; `reset` deletes namespaces created after up
@@ -56,12 +61,6 @@ def pdb(name, namespace, selector, **spec):
     return {"apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
             "metadata": {"name": name, "namespace": namespace},
             "spec": {"selector": selector, **spec}}
-
-
-def ready(pod):
-    return pod["status"].get("phase") == "Running" and not pod["metadata"].get("deletionTimestamp") \
-        and any(c["type"] == "Ready" and c["status"] == "True"
-                for c in pod["status"].get("conditions") or [])
 
 
 def wait_ready(sandbox, namespace, selector, count, where=None):
@@ -177,26 +176,20 @@ def test_a_pdb_allowing_one_lets_pods_go_one_by_one_and_is_never_violated(gpuiso
     apply(clean, pdb("quorum", TEST_NS, {"matchLabels": {"app": "quorum"}}, minAvailable=3))
     wait_pdb_allows(clean, TEST_NS, "quorum", 1)
     assert gpuisolate("taint").returncode == 0       # both GPU nodes: replacements go to CPU workers
-    samples, stop = [], threading.Event()
-
-    def observe():
-        while not stop.is_set():
-            status = clean.get_json("pdb", "-n", TEST_NS, "quorum")["status"]
-            ready_count = sum(1 for p in clean.pods("-n", TEST_NS, "-l", "app=quorum") if ready(p))
-            samples.append((status.get("currentHealthy"), status.get("desiredHealthy"),
-                            status.get("disruptionsAllowed"), ready_count))
-    watcher = threading.Thread(target=observe, daemon=True)
-    watcher.start()
+    # Watch-based: every pod and PDB event during the run is checked, not a sample of states.
+    monitor = PdbMonitor(Admin(clean.dir)).start()
     try:
+        armed = monitor.arm()
         result = gpuisolate("evacuate", GPU_A, "--delete-emptydir-data", "--timeout", "3m")
+        violations, checks = monitor.disarm()
     finally:
-        stop.set()
-        watcher.join()
+        monitor.stop()
     assert result.returncode == 0, result.stdout + result.stderr
-    assert len(samples) >= 2
-    for healthy, desired, allowed, ready_count in samples:
-        assert healthy >= desired == 3 and allowed >= 0
-        assert ready_count >= 3
+    assert armed[(TEST_NS, "quorum")] == 3
+    assert violations == []
+    # Each of the four quorum evictions means at least two pod events (the pod deleted, its
+    # replacement added), each of them checked against every armed budget.
+    assert checks >= 8 * len(armed), (checks, len(armed))
     # One at a time: each quorum pod was gone before the next one was evicted.
     events = [line.split("] ", 1)[1] for line in result.stderr.splitlines()
               if "evac-e2e/quorum-" in line and ("evicted pod" in line or " gone" in line)]
