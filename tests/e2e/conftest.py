@@ -5,12 +5,14 @@ none of them (and starts no sandbox) and ``-m e2e`` runs exactly them.
 
 Fixtures: ``sandbox``, a running seed sandbox for the session (started here, or
 reused if already up; one this fixture starts is stopped at the end unless
-SANDBOX_KEEP=1); ``clean``, the seed state freshly reset for a test that
-changes it; ``plugin_bin`` and ``gpuisolate``, the plugin run through kubectl's
-plugin discovery (plugin.py).
+SANDBOX_KEEP=1); ``seed`` and ``clean``, the seed state freshly reset for a
+test that reads it or changes it; ``namespace``, a namespace of the test's own;
+``plugin_bin`` and ``gpuisolate``, the plugin run through kubectl's plugin
+discovery (plugin.py).
 """
 import os
 import sys
+import uuid
 from pathlib import Path
 
 import pytest
@@ -41,11 +43,34 @@ def sandbox():
 
 
 @pytest.fixture
+def seed(sandbox):
+    """The seed state, reset for this test, which only reads it (so no reset afterwards)."""
+    sandbox.reset()
+    return sandbox
+
+
+@pytest.fixture
 def clean(sandbox):
     """The seed state, reset before this test changes it and again afterwards."""
     sandbox.reset()
     yield sandbox
     sandbox.reset()
+
+
+@pytest.fixture
+def namespace(request, sandbox):
+    """A uniquely named namespace for this test's own workloads, deleted (and waited for) after it.
+
+    A reset deletes every namespace created after `up`, so when the test also uses ``seed``
+    or ``clean`` their reset runs first (and ``clean``'s second reset after this teardown)."""
+    for resetting in ("seed", "clean"):
+        if resetting in request.fixturenames:
+            request.getfixturevalue(resetting)
+    name = f"e2e-{uuid.uuid4().hex[:12]}"
+    sandbox.kubectl("create", "namespace", name)
+    yield name
+    # Waiting keeps this test's terminating pods out of the next test's view of the nodes.
+    sandbox.kubectl("delete", "namespace", name, "--ignore-not-found", "--timeout=180s", timeout=240)
 
 
 @pytest.fixture(scope="session")

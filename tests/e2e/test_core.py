@@ -20,10 +20,10 @@ def node_json(sandbox, name):
     return json.loads(sandbox.kubectl("get", "node", name, "-o", "json").stdout)
 
 
-def test_node_table_is_byte_identical_to_kubectl(gpuisolate, sandbox):
+def test_node_table_is_byte_identical_to_kubectl(gpuisolate, seed):
     result = gpuisolate("status")
     assert result.returncode == 0, result.stderr
-    expected = sandbox.kubectl("get", "nodes", "-l", "nvidia.com/gpu.present=true", "-o", COLUMNS).stdout
+    expected = seed.kubectl("get", "nodes", "-l", "nvidia.com/gpu.present=true", "-o", COLUMNS).stdout
     assert node_table(result.stdout) == expected
     assert "true" in expected and "<none>" in expected
 
@@ -42,7 +42,7 @@ def test_node_table_covers_labels_and_taint_shapes(gpuisolate, clean):
     assert expected.count("<none>") >= 2                                         # no label, no taint
 
 
-def test_status_names_the_misplaced_pods(gpuisolate, sandbox):
+def test_status_names_the_misplaced_pods(gpuisolate, seed):
     result = gpuisolate("status", "-o", "json")
     assert result.returncode == 0, result.stderr
     doc = json.loads(result.stdout)
@@ -50,7 +50,7 @@ def test_status_names_the_misplaced_pods(gpuisolate, sandbox):
     assert [n["name"] for n in doc["nodes"]] == GPU_NODES
     pods = {(p["namespace"], p["name"]): p for n in doc["nodes"] for p in n["pods"]}
     # Independent oracle from kubectl's own view of the GPU nodes.
-    listed = json.loads(sandbox.kubectl("get", "pods", "-A", "-o", "json").stdout)["items"]
+    listed = json.loads(seed.kubectl("get", "pods", "-A", "-o", "json").stdout)["items"]
     on_gpu = [p for p in listed if p["spec"].get("nodeName") in GPU_NODES]
     assert {(p["metadata"]["namespace"], p["metadata"]["name"]) for p in on_gpu} == set(pods)
     for pod in on_gpu:
@@ -70,12 +70,12 @@ def test_status_names_the_misplaced_pods(gpuisolate, sandbox):
     assert any(n["name"] == "nai-db-0" and n["verdict"] in ("move", "blocked") for n in pods.values())
 
 
-def test_status_text_and_exit_code(gpuisolate, sandbox):
+def test_status_text_and_exit_code(gpuisolate, seed):
     result = gpuisolate("status", "--exit-code")
     assert result.returncode == 1, result.stderr        # seed: untainted GPU nodes, misplaced pods
     assert "would move" in result.stdout and "llama32-iep-predictor" in result.stdout
     for name in GPU_NODES:
-        gpus = node_json(sandbox, name)["status"]["capacity"]["nvidia.com/gpu"]
+        gpus = node_json(seed, name)["status"]["capacity"]["nvidia.com/gpu"]
         assert f"node/{name}: {gpus} GPU, GPU taint absent;" in result.stdout
 
 

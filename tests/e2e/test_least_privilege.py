@@ -85,17 +85,17 @@ def rbac(sandbox):
         sandbox.kubectl("delete", obj["kind"].lower(), obj["metadata"]["name"], "--wait=false", check=False)
 
 
-def test_the_shipped_role_is_all_the_operator_may_do(sandbox):
-    in_cluster = sandbox.get_json("clusterrole", OPERATOR)
+def test_the_shipped_role_is_all_the_operator_may_do(seed):
+    in_cluster = seed.get_json("clusterrole", OPERATOR)
     assert expand(in_cluster["rules"]) == expand(shipped_rules())
-    bindings = sandbox.get_json("clusterrolebindings")["items"] + sandbox.get_json("rolebindings", "-A")["items"]
+    bindings = seed.get_json("clusterrolebindings")["items"] + seed.get_json("rolebindings", "-A")["items"]
     naming = [b for b in bindings if any(s.get("kind") == "User" and s.get("name") == OPERATOR
                                          for s in b.get("subjects") or ())]
     assert [(b["kind"], b["roleRef"]["name"]) for b in naming] == [("ClusterRoleBinding", OPERATOR)]
     review = {"apiVersion": "authorization.k8s.io/v1", "kind": "SelfSubjectRulesReview",
               "spec": {"namespace": "kommander"}}
-    answer = json.loads(sandbox.kubectl("create", "--validate=false", "-o", "json", "-f", "-",
-                                        context="sandbox-operator", input=json.dumps(review)).stdout)
+    answer = json.loads(seed.kubectl("create", "--validate=false", "-o", "json", "-f", "-",
+                                     context="sandbox-operator", input=json.dumps(review)).stdout)
     assert answer["status"].get("incomplete") is not True
     assert expand(answer["status"]["resourceRules"]) == expand(shipped_rules()) | SELF_REVIEWS
 
