@@ -6,7 +6,8 @@ import threading
 
 import pytest
 
-GPU_NODES = ["nkpnai-gpupool-1-z9mz6-pl9k2-4n5fm", "nkpnai-gpupool-1-z9mz6-pl9k2-9xdn9"]
+from sandbox_helpers import GPU_NODES
+
 COLUMNS = ("custom-columns=NAME:.metadata.name,GPU_PRESENT:.metadata.labels.nvidia\\.com/gpu\\.present,"
            "TAINTS:.spec.taints")
 
