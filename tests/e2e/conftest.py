@@ -1,16 +1,34 @@
-"""Session fixture: a running seed sandbox (started here, or reused if already up).
+"""The e2e tier: its marker and its shared fixtures.
 
-A sandbox this fixture starts is stopped at the end of the session unless
-SANDBOX_KEEP=1; a sandbox that was already running is left running.
+Every test under tests/e2e is marked ``e2e`` here, so ``-m "not e2e"`` runs
+none of them (and starts no sandbox) and ``-m e2e`` runs exactly them.
+
+Fixtures: ``sandbox``, a running seed sandbox for the session (started here, or
+reused if already up; one this fixture starts is stopped at the end unless
+SANDBOX_KEEP=1); ``seed`` and ``clean``, the seed state freshly reset for a
+test that reads it or changes it; ``namespace``, a namespace of the test's own;
+``plugin_bin`` and ``gpuisolate``, the plugin run through kubectl's plugin
+discovery (plugin.py).
 """
 import os
 import sys
+import uuid
 from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+from plugin import Plugin, write_launcher  # noqa: E402
 from sandbox_helpers import Sandbox  # noqa: E402
+
+
+# tryfirst: the marker must be on the items before `-m` selects among them.
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        if HERE in Path(item.path).parents:
+            item.add_marker(pytest.mark.e2e)
 
 
 @pytest.fixture(scope="session")
@@ -22,3 +40,46 @@ def sandbox():
     yield sb
     if started and os.environ.get("SANDBOX_KEEP") != "1":
         sb.down()
+
+
+@pytest.fixture
+def seed(sandbox):
+    """The seed state, reset for this test, which only reads it (so no reset afterwards)."""
+    sandbox.reset()
+    return sandbox
+
+
+@pytest.fixture
+def clean(sandbox):
+    """The seed state, reset before this test changes it and again afterwards."""
+    sandbox.reset()
+    yield sandbox
+    sandbox.reset()
+
+
+@pytest.fixture
+def namespace(request, sandbox):
+    """A uniquely named namespace for this test's own workloads, deleted (and waited for) after it.
+
+    A reset deletes every namespace created after `up`, so when the test also uses ``seed``
+    or ``clean`` their reset runs first (and ``clean``'s second reset after this teardown)."""
+    for resetting in ("seed", "clean"):
+        if resetting in request.fixturenames:
+            request.getfixturevalue(resetting)
+    name = f"e2e-{uuid.uuid4().hex[:12]}"
+    sandbox.kubectl("create", "namespace", name)
+    yield name
+    # Waiting keeps this test's terminating pods out of the next test's view of the nodes.
+    sandbox.kubectl("delete", "namespace", name, "--ignore-not-found", "--timeout=180s", timeout=240)
+
+
+@pytest.fixture(scope="session")
+def plugin_bin(tmp_path_factory):
+    """A directory holding a ``kubectl-gpuisolate`` launcher for this checkout."""
+    return write_launcher(tmp_path_factory.mktemp("plugin-bin"))
+
+
+@pytest.fixture
+def gpuisolate(plugin_bin, sandbox):
+    """``gpuisolate(*args)``: ``kubectl gpuisolate ARGS`` against the sandbox."""
+    return Plugin(plugin_bin, str(sandbox.kubeconfig))

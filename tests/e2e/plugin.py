@@ -1,19 +1,16 @@
 """Runs the plugin the way administrators do: ``kubectl gpuisolate ...``,
-found by kubectl's plugin discovery on PATH."""
+found by kubectl's plugin discovery on PATH.  (The fixtures built on this are in
+conftest.py.)"""
 
 import os
 import subprocess
 import sys
 
-import pytest
-
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
-@pytest.fixture(scope="session")
-def plugin_bin(tmp_path_factory):
-    """A directory holding a ``kubectl-gpuisolate`` launcher for this checkout."""
-    directory = tmp_path_factory.mktemp("plugin-bin")
+def write_launcher(directory):
+    """Writes a ``kubectl-gpuisolate`` launcher for this checkout into ``directory``; returns it."""
     launcher = directory / "kubectl-gpuisolate"
     launcher.write_text(f"#!/bin/sh\nPYTHONPATH={REPO} exec {sys.executable} -m kubectl_gpuisolate \"$@\"\n")
     launcher.chmod(0o755)
@@ -34,8 +31,3 @@ class Plugin:
         """``kubectl gpuisolate ARGS`` -> CompletedProcess (text)."""
         return subprocess.run(["kubectl", "gpuisolate", *args], capture_output=True, text=True,
                               timeout=timeout, env=env or self.env())
-
-
-@pytest.fixture
-def gpuisolate(plugin_bin, sandbox):
-    return Plugin(plugin_bin, str(sandbox.kubeconfig))

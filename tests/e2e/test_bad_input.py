@@ -11,15 +11,14 @@ from pathlib import Path
 
 import pytest
 
-from plugin import REPO, gpuisolate, plugin_bin  # noqa: F401  (fixtures)
-from sandbox_helpers import unanswering_servers
+from plugin import REPO
+from sandbox_helpers import GPU_A, unanswering_servers
 
 sys.path.insert(0, str(Path(REPO) / "tests"))
 from faults import pki  # noqa: E402
 from faults.cluster import Admin  # noqa: E402
 
 PY38 = "/root/.pyenv/versions/3.8.18/bin/python"
-GPU_A = "nkpnai-gpupool-1-z9mz6-pl9k2-4n5fm"
 
 
 class Env:

@@ -11,8 +11,6 @@ from pathlib import Path
 
 import pytest
 
-pytestmark = pytest.mark.e2e
-
 REPO = Path(__file__).resolve().parents[2]
 DIRS = {"--seed-dir": REPO / ".cache" / "sb-bench-smoke-seed",
         "--scale-dir": REPO / ".cache" / "sb-bench-smoke-scale"}
@@ -23,6 +21,8 @@ def _down(directory):
                    env=dict(os.environ, SANDBOX_DIR=str(directory)), timeout=300)
 
 
+# About 4 min measured; bounded by its own timeouts: 900 s for the bench, 300 s for each `down`.
+@pytest.mark.timeout(1500)
 def test_bench_quick_prints_the_table(tmp_path):
     results = tmp_path / "benchmarks.md"
     cmd = [sys.executable, str(REPO / "scripts" / "bench"), "--quick", "--python", sys.executable,

@@ -6,9 +6,8 @@ import threading
 
 import pytest
 
-from plugin import gpuisolate, plugin_bin  # noqa: F401  (fixtures)
+from sandbox_helpers import GPU_NODES
 
-GPU_NODES = ["nkpnai-gpupool-1-z9mz6-pl9k2-4n5fm", "nkpnai-gpupool-1-z9mz6-pl9k2-9xdn9"]
 COLUMNS = ("custom-columns=NAME:.metadata.name,GPU_PRESENT:.metadata.labels.nvidia\\.com/gpu\\.present,"
            "TAINTS:.spec.taints")
 
@@ -22,17 +21,10 @@ def node_json(sandbox, name):
     return json.loads(sandbox.kubectl("get", "node", name, "-o", "json").stdout)
 
 
-@pytest.fixture
-def clean(sandbox):
-    sandbox.reset()
-    yield sandbox
-    sandbox.reset()
-
-
-def test_node_table_is_byte_identical_to_kubectl(gpuisolate, sandbox):
+def test_node_table_is_byte_identical_to_kubectl(gpuisolate, seed):
     result = gpuisolate("status")
     assert result.returncode == 0, result.stderr
-    expected = sandbox.kubectl("get", "nodes", "-l", "nvidia.com/gpu.present=true", "-o", COLUMNS).stdout
+    expected = seed.kubectl("get", "nodes", "-l", "nvidia.com/gpu.present=true", "-o", COLUMNS).stdout
     assert node_table(result.stdout) == expected
     assert "true" in expected and "<none>" in expected
 
@@ -51,7 +43,7 @@ def test_node_table_covers_labels_and_taint_shapes(gpuisolate, clean):
     assert expected.count("<none>") >= 2                                         # no label, no taint
 
 
-def test_status_names_the_misplaced_pods(gpuisolate, sandbox):
+def test_status_names_the_misplaced_pods(gpuisolate, seed):
     result = gpuisolate("status", "-o", "json")
     assert result.returncode == 0, result.stderr
     doc = json.loads(result.stdout)
@@ -59,7 +51,7 @@ def test_status_names_the_misplaced_pods(gpuisolate, sandbox):
     assert [n["name"] for n in doc["nodes"]] == GPU_NODES
     pods = {(p["namespace"], p["name"]): p for n in doc["nodes"] for p in n["pods"]}
     # Independent oracle from kubectl's own view of the GPU nodes.
-    listed = json.loads(sandbox.kubectl("get", "pods", "-A", "-o", "json").stdout)["items"]
+    listed = json.loads(seed.kubectl("get", "pods", "-A", "-o", "json").stdout)["items"]
     on_gpu = [p for p in listed if p["spec"].get("nodeName") in GPU_NODES]
     assert {(p["metadata"]["namespace"], p["metadata"]["name"]) for p in on_gpu} == set(pods)
     for pod in on_gpu:
@@ -79,12 +71,12 @@ def test_status_names_the_misplaced_pods(gpuisolate, sandbox):
     assert any(n["name"] == "nai-db-0" and n["verdict"] in ("move", "blocked") for n in pods.values())
 
 
-def test_status_text_and_exit_code(gpuisolate, sandbox):
+def test_status_text_and_exit_code(gpuisolate, seed):
     result = gpuisolate("status", "--exit-code")
     assert result.returncode == 1, result.stderr        # seed: untainted GPU nodes, misplaced pods
     assert "would move" in result.stdout and "llama32-iep-predictor" in result.stdout
     for name in GPU_NODES:
-        gpus = node_json(sandbox, name)["status"]["capacity"]["nvidia.com/gpu"]
+        gpus = node_json(seed, name)["status"]["capacity"]["nvidia.com/gpu"]
         assert f"node/{name}: {gpus} GPU, GPU taint absent;" in result.stdout
 
 
@@ -132,15 +124,21 @@ def test_other_value_needs_overwrite(gpuisolate, clean):
 
 @pytest.mark.parametrize("mode,suffix", [("client", "(dry run)"), ("server", "(server dry run)")])
 def test_dry_runs_write_nothing(gpuisolate, clean, mode, suffix):
-    versions = {n: node_json(clean, n)["metadata"]["resourceVersion"] for n in GPU_NODES}
+    def versions():
+        return {n: node_json(clean, n)["metadata"]["resourceVersion"] for n in GPU_NODES}
+
+    untainted = versions()
     result = gpuisolate("taint", f"--dry-run={mode}")
     assert result.returncode == 0, result.stderr
     assert result.stdout.splitlines() == [f"node/{n} tainted {suffix}" for n in GPU_NODES]
+    assert versions() == untainted
     assert gpuisolate("taint").returncode == 0
-    versions = {n: node_json(clean, n)["metadata"]["resourceVersion"] for n in GPU_NODES}
+    tainted = versions()
+    assert all(tainted[n] != untainted[n] for n in GPU_NODES)     # a real write shows up here
     result = gpuisolate("untaint", f"--dry-run={mode}")
+    assert result.returncode == 0, result.stderr
     assert result.stdout.splitlines() == [f"node/{n} untainted {suffix}" for n in GPU_NODES]
-    assert {n: node_json(clean, n)["metadata"]["resourceVersion"] for n in GPU_NODES} == versions
+    assert versions() == tainted
 
 
 def test_concurrent_writer_never_loses_a_taint(gpuisolate, clean):

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from plugin import REPO, gpuisolate, plugin_bin  # noqa: F401  (fixtures)
+from plugin import REPO
 from sandbox_helpers import unanswering_servers
 
 sys.path.insert(0, str(Path(REPO) / "tests"))

@@ -26,8 +26,6 @@ import pytest
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from sandbox_helpers import GPU_A, GPU_B, KUBECTL, REPO  # noqa: E402
 
-pytestmark = pytest.mark.e2e
-
 NAME = "kubectl-gpuisolate"
 SUPPORTED = ["3.9", "3.10", "3.11", "3.12", "3.13"]
 EXIT_PYTHON = 11

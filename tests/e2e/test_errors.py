@@ -8,7 +8,6 @@ import os
 
 import pytest
 
-from plugin import gpuisolate, plugin_bin  # noqa: F401  (fixtures)
 
 LIMITED_USER = "gpuisolate-e2e-limited"
 

@@ -7,24 +7,16 @@ same starting state for comparison."""
 import json
 import signal
 import subprocess
-import threading
+import sys
+from pathlib import Path
 
-import pytest
+from sandbox_helpers import CPU_WORKERS, GPU_A, GPU_B, GPU_NODES, REPO, owner_kind, wait_until
 
-from plugin import gpuisolate, plugin_bin  # noqa: F401  (fixtures)
-from sandbox_helpers import CPU_WORKERS, GPU_A, GPU_B, GPU_NODES, owner_kind, wait_until
-
-pytestmark = pytest.mark.e2e
+sys.path.insert(0, str(Path(REPO) / "tests"))
+from faults.cluster import Admin, ready  # noqa: E402
+from faults.monitor import PdbMonitor  # noqa: E402
 
 INFERENCE = "llama32-iep-predictor"
-TEST_NS = "evac-e2e"          # created by tests; `reset` deletes namespaces created after up
-
-
-@pytest.fixture
-def clean(sandbox):
-    sandbox.reset()
-    yield sandbox
-    sandbox.reset()
 
 
 def uids_on(sandbox, nodes=GPU_NODES):
@@ -42,12 +34,8 @@ def apply(sandbox, *objects):
                                                            "items": list(objects)}))
 
 
-def make_namespace(sandbox):
-    apply(sandbox, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": TEST_NS}})
-
-
-def deployment(name, replicas, *, node=None, prefer=None, labels=None):
-    """A Deployment in TEST_NS; ``node`` requires, ``prefer`` prefers that node by hostname."""
+def deployment(name, namespace, replicas, *, node=None, prefer=None, labels=None):
+    """A Deployment; ``node`` requires, ``prefer`` prefers that node by hostname."""
     labels = {"app": name, **(labels or {})}
     spec = {"containers": [{"name": "main", "image": "busybox",
                             "resources": {"requests": {"cpu": "10m", "memory": "16Mi"}}}],
@@ -59,7 +47,7 @@ def deployment(name, replicas, *, node=None, prefer=None, labels=None):
             {"weight": 100, "preference": {"matchExpressions": [
                 {"key": "kubernetes.io/hostname", "operator": "In", "values": [prefer]}]}}]}}
     return {"apiVersion": "apps/v1", "kind": "Deployment",
-            "metadata": {"name": name, "namespace": TEST_NS},
+            "metadata": {"name": name, "namespace": namespace},
             "spec": {"replicas": replicas, "selector": {"matchLabels": labels},
                      "template": {"metadata": {"labels": labels}, "spec": spec}}}
 
@@ -68,12 +56,6 @@ def pdb(name, namespace, selector, **spec):
     return {"apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
             "metadata": {"name": name, "namespace": namespace},
             "spec": {"selector": selector, **spec}}
-
-
-def ready(pod):
-    return pod["status"].get("phase") == "Running" and not pod["metadata"].get("deletionTimestamp") \
-        and any(c["type"] == "Ready" and c["status"] == "True"
-                for c in pod["status"].get("conditions") or [])
 
 
 def wait_ready(sandbox, namespace, selector, count, where=None):
@@ -160,62 +142,59 @@ def test_a_never_allowing_pdb_is_reported_up_front_and_exits_non_zero(gpuisolate
     assert db_uid in uids_on(clean, [GPU_B])
 
 
-def test_a_pdb_at_zero_blocks_until_the_deadline(gpuisolate, clean):
+def pinned_pair(sandbox, namespace):
+    """Two pods pinned to GPU A under a maxUnavailable-1 PDB, both Ready and the PDB allowing 1."""
+    apply(sandbox, deployment("pinned", namespace, 2, node=GPU_A))
+    wait_ready(sandbox, namespace, "app=pinned", 2, where=[GPU_A])
+    apply(sandbox, pdb("pinned", namespace, {"matchLabels": {"app": "pinned"}}, maxUnavailable=1))
+    wait_pdb_allows(sandbox, namespace, "pinned", 1)
+
+
+def test_a_pdb_at_zero_blocks_until_the_deadline(gpuisolate, clean, namespace):
     """Replacements pinned to the GPU node stay Pending once it is tainted, so after the first
     eviction the PDB allows none: the second pod waits, retried, until --timeout."""
-    make_namespace(clean)
-    apply(clean, deployment("pinned", 2, node=GPU_A))
-    wait_ready(clean, TEST_NS, "app=pinned", 2, where=[GPU_A])
-    apply(clean, pdb("pinned", TEST_NS, {"matchLabels": {"app": "pinned"}}, maxUnavailable=1))
-    wait_pdb_allows(clean, TEST_NS, "pinned", 1)
+    pinned_pair(clean, namespace)
     result = gpuisolate("evacuate", GPU_A, "--taint", "--delete-emptydir-data", "--timeout", "20s")
     assert result.returncode == 10, result.stderr
-    assert "blocked by PDB evac-e2e/pinned: needs 1 healthy, has" in result.stderr
+    assert f"blocked by PDB {namespace}/pinned: needs 1 healthy, has" in result.stderr
     pending = [line for line in result.stdout.split("Not moved:")[1].splitlines()
-               if "evac-e2e/pinned-" in line]
-    assert len(pending) == 1 and "PDB evac-e2e/pinned: needs 1 healthy, has" in pending[0]
+               if f"{namespace}/pinned-" in line]
+    assert len(pending) == 1 and f"PDB {namespace}/pinned: needs 1 healthy, has" in pending[0]
     assert "can never allow" not in result.stderr
     # Everything else on the node moved.
     others = [p for p in clean.pods_on(GPU_A) if owner_kind(p) not in ("DaemonSet", None)
-              and p["metadata"]["namespace"] not in (TEST_NS, "nai-admin")
+              and p["metadata"]["namespace"] not in (namespace, "nai-admin")
               and p["status"].get("phase") not in ("Succeeded", "Failed")]
     assert others == []
 
 
-def test_a_pdb_allowing_one_lets_pods_go_one_by_one_and_is_never_violated(gpuisolate, clean):
-    make_namespace(clean)
-    apply(clean, deployment("quorum", 4, prefer=GPU_A))
-    wait_ready(clean, TEST_NS, "app=quorum", 4, where=[GPU_A])
-    apply(clean, pdb("quorum", TEST_NS, {"matchLabels": {"app": "quorum"}}, minAvailable=3))
-    wait_pdb_allows(clean, TEST_NS, "quorum", 1)
+def test_a_pdb_allowing_one_lets_pods_go_one_by_one_and_is_never_violated(gpuisolate, clean, namespace):
+    apply(clean, deployment("quorum", namespace, 4, prefer=GPU_A))
+    wait_ready(clean, namespace, "app=quorum", 4, where=[GPU_A])
+    apply(clean, pdb("quorum", namespace, {"matchLabels": {"app": "quorum"}}, minAvailable=3))
+    wait_pdb_allows(clean, namespace, "quorum", 1)
     assert gpuisolate("taint").returncode == 0       # both GPU nodes: replacements go to CPU workers
-    samples, stop = [], threading.Event()
-
-    def observe():
-        while not stop.is_set():
-            status = clean.get_json("pdb", "-n", TEST_NS, "quorum")["status"]
-            ready_count = sum(1 for p in clean.pods("-n", TEST_NS, "-l", "app=quorum") if ready(p))
-            samples.append((status.get("currentHealthy"), status.get("desiredHealthy"),
-                            status.get("disruptionsAllowed"), ready_count))
-    watcher = threading.Thread(target=observe, daemon=True)
-    watcher.start()
+    # Watch-based: every pod and PDB event during the run is checked, not a sample of states.
+    monitor = PdbMonitor(Admin(clean.dir)).start()
     try:
+        armed = monitor.arm()
         result = gpuisolate("evacuate", GPU_A, "--delete-emptydir-data", "--timeout", "3m")
+        violations, checks = monitor.disarm()
     finally:
-        stop.set()
-        watcher.join()
+        monitor.stop()
     assert result.returncode == 0, result.stdout + result.stderr
-    assert len(samples) >= 2
-    for healthy, desired, allowed, ready_count in samples:
-        assert healthy >= desired == 3 and allowed >= 0
-        assert ready_count >= 3
+    assert armed[(namespace, "quorum")] == 3
+    assert violations == []
+    # Each of the four quorum evictions means at least two pod events (the pod deleted, its
+    # replacement added), each of them checked against every armed budget.
+    assert checks >= 8 * len(armed), (checks, len(armed))
     # One at a time: each quorum pod was gone before the next one was evicted.
     events = [line.split("] ", 1)[1] for line in result.stderr.splitlines()
-              if "evac-e2e/quorum-" in line and ("evicted pod" in line or " gone" in line)]
+              if f"{namespace}/quorum-" in line and ("evicted pod" in line or " gone" in line)]
     assert len(events) == 8
     assert all(a.startswith("evicted pod") and b.endswith("gone") and a.split()[-1] == b.split()[1]
                for a, b in zip(events[::2], events[1::2]))
-    wait_ready(clean, TEST_NS, "app=quorum", 4, where=CPU_WORKERS)
+    wait_ready(clean, namespace, "app=quorum", 4, where=CPU_WORKERS)
 
 
 def test_a_multi_pdb_pod_is_reported_before_any_eviction(gpuisolate, clean):
@@ -230,21 +209,20 @@ def test_a_multi_pdb_pod_is_reported_before_any_eviction(gpuisolate, clean):
 
 
 # -- gates -----------------------------------------------------------------------------------------
-def test_a_bare_pod_is_refused_without_force(gpuisolate, clean):
-    make_namespace(clean)
-    apply(clean, {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "bare", "namespace": TEST_NS},
+def test_a_bare_pod_is_refused_without_force(gpuisolate, clean, namespace):
+    apply(clean, {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "bare", "namespace": namespace},
                   "spec": {"nodeName": GPU_A, "terminationGracePeriodSeconds": 0,
                            "containers": [{"name": "main", "image": "busybox"}]}})
-    wait_until("bare pod running", lambda: ready(clean.get_json("pod", "-n", TEST_NS, "bare")))
+    wait_until("bare pod running", lambda: ready(clean.get_json("pod", "-n", namespace, "bare")))
     before = uids_on(clean, [GPU_A])
     refused = gpuisolate("evacuate", GPU_A, "--taint", "--delete-emptydir-data")
     assert refused.returncode == 9, refused.stderr
-    assert "pod evac-e2e/bare does not tolerate" in refused.stderr and "(use --force)" in refused.stderr
+    assert f"pod {namespace}/bare does not tolerate" in refused.stderr and "(use --force)" in refused.stderr
     assert uids_on(clean, [GPU_A]) == before
     forced = gpuisolate("evacuate", GPU_A, "--delete-emptydir-data", "--force")
     assert forced.returncode == 0, forced.stderr
-    assert "pod evac-e2e/bare gone" in forced.stderr
-    assert clean.kubectl("get", "pod", "-n", TEST_NS, "bare", check=False).returncode != 0
+    assert f"pod {namespace}/bare gone" in forced.stderr
+    assert clean.kubectl("get", "pod", "-n", namespace, "bare", check=False).returncode != 0
 
 
 def test_an_emptydir_pod_is_refused_without_delete_emptydir_data(gpuisolate, clean):
@@ -294,12 +272,8 @@ def test_client_dry_run_prints_the_plan_and_changes_nothing(gpuisolate, clean):
 
 
 # -- interrupt, least privilege, and drain for comparison ----------------------------------------------
-def test_sigint_stops_and_prints_what_is_pending(gpuisolate, clean):
-    make_namespace(clean)
-    apply(clean, deployment("pinned", 2, node=GPU_A))
-    wait_ready(clean, TEST_NS, "app=pinned", 2, where=[GPU_A])
-    apply(clean, pdb("pinned", TEST_NS, {"matchLabels": {"app": "pinned"}}, maxUnavailable=1))
-    wait_pdb_allows(clean, TEST_NS, "pinned", 1)
+def test_sigint_stops_and_prints_what_is_pending(gpuisolate, clean, namespace):
+    pinned_pair(clean, namespace)
     proc = subprocess.Popen(["kubectl", "gpuisolate", "evacuate", GPU_A, "--taint",
                              "--delete-emptydir-data", "--timeout", "5m"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
@@ -307,14 +281,14 @@ def test_sigint_stops_and_prints_what_is_pending(gpuisolate, clean):
     seen = []
     for line in proc.stderr:
         seen.append(line)
-        if "blocked by PDB evac-e2e/pinned" in line:
+        if f"blocked by PDB {namespace}/pinned" in line:
             proc.send_signal(signal.SIGINT)
             break
     out, err = proc.communicate(timeout=60)
     assert proc.returncode == 130, "".join(seen) + err
     assert "interrupted: no new evictions were started" in err
     assert "error: interrupted by SIGINT" in err
-    assert "PDB evac-e2e/pinned: needs 1 healthy" in out.split("Not moved:")[1]
+    assert f"PDB {namespace}/pinned: needs 1 healthy" in out.split("Not moved:")[1]
 
 
 def test_the_least_privilege_role_is_enough(gpuisolate, clean):

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from plugin import REPO, gpuisolate, plugin_bin  # noqa: F401  (fixtures)
+from plugin import REPO
 from sandbox_helpers import GPU_A, GPU_NODES, unanswering_servers, wait_until
 
 sys.path.insert(0, str(Path(REPO) / "tests"))
@@ -30,8 +30,7 @@ SIGNALS = {signal.SIGINT: (130, "SIGINT"), signal.SIGTERM: (143, "SIGTERM")}
 
 @pytest.fixture(scope="module")
 def admin(sandbox):
-    yield Admin(sandbox.dir)
-    sandbox.reset()
+    return Admin(sandbox.dir)
 
 
 @pytest.fixture(scope="module")
@@ -43,10 +42,10 @@ def proxy(admin, tmp_path_factory):
 
 
 def pinned_workload(admin, namespace):
-    """Two replicas pinned to GPU A under a maxUnavailable-1 PDB: once A is tainted, the first
-    replacement stays Pending, so the second pod waits for the PDB until the deadline."""
+    """Two replicas pinned to GPU A under a maxUnavailable-1 PDB, in the test's own namespace:
+    once A is tainted, the first replacement stays Pending, so the second pod waits for the PDB
+    until the deadline."""
     kube = admin.kube
-    kube.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}})
     kube.create({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "pinned", "namespace": namespace},
                  "spec": {"replicas": 2, "selector": {"matchLabels": {"app": "pinned"}},
                           "template": {"metadata": {"labels": {"app": "pinned"}}, "spec": {
@@ -72,14 +71,11 @@ def signal_at(proc, line_number, marker, delay):
 
 
 @pytest.mark.parametrize("run", range(RUNS))
-def test_an_interrupted_evacuation_leaves_a_consistent_cluster(gpuisolate, sandbox, admin, proxy, run):
+def test_an_interrupted_evacuation_leaves_a_consistent_cluster(gpuisolate, clean, admin, proxy, namespace,
+                                                               run):
     rng = random.Random(f"interrupt-{run}")
     signum = rng.choice(sorted(SIGNALS))
     taint_first, through_proxy = rng.random() < 0.5, run % 2 == 1
-    sandbox.reset()           # also deletes the namespaces of earlier runs; wait until they are gone
-    wait_until("earlier runs' namespaces to be gone", lambda: not [
-        ns for ns in admin.kube.list("namespaces") if ns["metadata"]["name"].startswith("intr-")])
-    namespace = f"intr-{run}"
     pinned_workload(admin, namespace)
     if not taint_first:
         assert gpuisolate("taint").returncode == 0

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from plugin import REPO, gpuisolate, plugin_bin  # noqa: F401  (fixtures)
+from plugin import REPO
 from sandbox_helpers import GPU_A, GPU_NODES, owner_kind, wait_until
 
 ROLE_FILE = Path(REPO) / "rbac" / "clusterrole.yaml"
@@ -73,13 +73,6 @@ def state(sandbox):
 
 
 @pytest.fixture
-def clean(sandbox):
-    sandbox.reset()
-    yield sandbox
-    sandbox.reset()
-
-
-@pytest.fixture
 def rbac(sandbox):
     """Applies roles and bindings for one test; deletes them afterwards."""
     created = []
@@ -92,17 +85,17 @@ def rbac(sandbox):
         sandbox.kubectl("delete", obj["kind"].lower(), obj["metadata"]["name"], "--wait=false", check=False)
 
 
-def test_the_shipped_role_is_all_the_operator_may_do(sandbox):
-    in_cluster = sandbox.get_json("clusterrole", OPERATOR)
+def test_the_shipped_role_is_all_the_operator_may_do(seed):
+    in_cluster = seed.get_json("clusterrole", OPERATOR)
     assert expand(in_cluster["rules"]) == expand(shipped_rules())
-    bindings = sandbox.get_json("clusterrolebindings")["items"] + sandbox.get_json("rolebindings", "-A")["items"]
+    bindings = seed.get_json("clusterrolebindings")["items"] + seed.get_json("rolebindings", "-A")["items"]
     naming = [b for b in bindings if any(s.get("kind") == "User" and s.get("name") == OPERATOR
                                          for s in b.get("subjects") or ())]
     assert [(b["kind"], b["roleRef"]["name"]) for b in naming] == [("ClusterRoleBinding", OPERATOR)]
     review = {"apiVersion": "authorization.k8s.io/v1", "kind": "SelfSubjectRulesReview",
               "spec": {"namespace": "kommander"}}
-    answer = json.loads(sandbox.kubectl("create", "--validate=false", "-o", "json", "-f", "-",
-                                        context="sandbox-operator", input=json.dumps(review)).stdout)
+    answer = json.loads(seed.kubectl("create", "--validate=false", "-o", "json", "-f", "-",
+                                     context="sandbox-operator", input=json.dumps(review)).stdout)
     assert answer["status"].get("incomplete") is not True
     assert expand(answer["status"]["resourceRules"]) == expand(shipped_rules()) | SELF_REVIEWS
 

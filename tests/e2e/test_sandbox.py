@@ -15,15 +15,15 @@ def test_server_version_is_v1_33_5(sandbox):
     assert (version["major"], version["minor"]) == ("1", "33")
 
 
-def test_seed_nodes_ready_with_seed_labels_and_taints(sandbox):
-    nodes = sandbox.get_json("nodes")["items"]
+def test_seed_nodes_ready_with_seed_labels_and_taints(seed):
+    nodes = seed.get_json("nodes")["items"]
     assert sorted(n["metadata"]["name"] for n in nodes) == sorted(ALL_NODES)
     for n in nodes:
         ready = [c for c in n["status"]["conditions"] if c["type"] == "Ready"]
         assert ready and ready[0]["status"] == "True", n["metadata"]["name"]
         assert n["status"]["nodeInfo"]["kubeletVersion"] == "v1.33.5"
-    out = sandbox.kubectl("get", "nodes", "-o", "custom-columns=NAME:.metadata.name,GPU_PRESENT:"
-                          r".metadata.labels.nvidia\.com/gpu\.present,TAINTS:.spec.taints").stdout
+    out = seed.kubectl("get", "nodes", "-o", "custom-columns=NAME:.metadata.name,GPU_PRESENT:"
+                       r".metadata.labels.nvidia\.com/gpu\.present,TAINTS:.spec.taints").stdout
     rows = {line.split()[0]: line.split(None, 2)[1:] for line in out.splitlines()[1:]}
     for name in GPU_NODES:
         assert rows[name] == ["true", "<none>"]
@@ -31,14 +31,14 @@ def test_seed_nodes_ready_with_seed_labels_and_taints(sandbox):
         assert rows[name] == ["<none>", "<none>"]
     for name in CONTROL_PLANE:
         assert rows[name] == ["<none>", "[map[effect:NoSchedule key:node-role.kubernetes.io/control-plane]]"]
-    gpu = sandbox.get_json("nodes", "-l", "nvidia.com/gpu.present=true")["items"]
+    gpu = seed.get_json("nodes", "-l", "nvidia.com/gpu.present=true")["items"]
     assert sorted(n["metadata"]["name"] for n in gpu) == sorted(GPU_NODES)
     for n in gpu:
         assert n["status"]["allocatable"]["nvidia.com/gpu"] == n["metadata"]["labels"]["nvidia.com/gpu.count"]
 
 
-def test_pods_running_and_ordinary_pods_on_gpu_nodes(sandbox):
-    pods = sandbox.pods()
+def test_pods_running_and_ordinary_pods_on_gpu_nodes(seed):
+    pods = seed.pods()
     assert len(pods) > 60
     for p in pods:
         want = "Succeeded" if owner_kind(p) == "Job" else "Running"
@@ -54,8 +54,8 @@ def test_pods_running_and_ordinary_pods_on_gpu_nodes(sandbox):
     assert {"nai-api", "coredns"} <= {app_name(p) for p in on_cpu}
 
 
-def test_inference_pod_has_seed_tolerations(sandbox):
-    pods = sandbox.pods("-n", "nai-admin", "-l", "app.kubernetes.io/name=llama32-iep-predictor")
+def test_inference_pod_has_seed_tolerations(seed):
+    pods = seed.pods("-n", "nai-admin", "-l", "app.kubernetes.io/name=llama32-iep-predictor")
     assert len(pods) == 1 and pods[0]["spec"]["nodeName"] == GPU_A
     tol = {(t.get("key"), t.get("effect"), t.get("tolerationSeconds")) for t in pods[0]["spec"]["tolerations"]}
     assert tol == {("nvidia.com/gpu", "NoSchedule", None), ("node.kubernetes.io/not-ready", "NoExecute", 300),
@@ -63,81 +63,78 @@ def test_inference_pod_has_seed_tolerations(sandbox):
     assert pods[0]["spec"]["containers"][0]["resources"]["limits"]["nvidia.com/gpu"] == "1"
 
 
-def test_daemonset_placement(sandbox):
+def test_daemonset_placement(seed):
     def nodes_of(ns, name):
-        return sorted(p["spec"]["nodeName"] for p in sandbox.pods("-n", ns, "-l", f"app.kubernetes.io/name={name}"))
+        return sorted(p["spec"]["nodeName"] for p in seed.pods("-n", ns, "-l", f"app.kubernetes.io/name={name}"))
     assert nodes_of("kube-system", "cilium") == sorted(ALL_NODES)
     assert nodes_of("kommander", "nvidia-device-plugin-daemonset") == sorted(GPU_NODES)
     assert nodes_of("kommander", "kube-prometheus-stack-prometheus-node-exporter") == sorted(GPU_NODES + CPU_WORKERS)
 
 
-def test_operator_context_is_least_privilege(sandbox):
+def test_operator_context_is_least_privilege(seed):
     def can(*args):
-        r = sandbox.kubectl("auth", "can-i", *args, context="sandbox-operator", check=False)
+        r = seed.kubectl("auth", "can-i", *args, context="sandbox-operator", check=False)
         return r.stdout.strip() == "yes"
     assert can("patch", "nodes") and can("list", "pods", "-A") and can("create", "pods", "--subresource=eviction", "-A")
     assert can("list", "poddisruptionbudgets.policy", "-A") and can("get", "daemonsets.apps", "-A")
     assert not can("delete", "pods", "-A") and not can("delete", "nodes") and not can("list", "secrets", "-A")
-    r = sandbox.kubectl("get", "nodes", "-o", "name", context="sandbox-operator")
+    r = seed.kubectl("get", "nodes", "-o", "name", context="sandbox-operator")
     assert len(r.stdout.split()) == 9
-    denied = sandbox.kubectl("get", "secrets", "-A", context="sandbox-operator", check=False)
+    denied = seed.kubectl("get", "secrets", "-A", context="sandbox-operator", check=False)
     assert denied.returncode != 0 and "forbidden" in denied.stderr
-    r = sandbox.kubectl("get", "nodes", "-o", "name", context="sandbox-token")
+    r = seed.kubectl("get", "nodes", "-o", "name", context="sandbox-token")
     assert len(r.stdout.split()) == 9
 
 
-def test_eviction_under_zero_disruption_pdb_gets_429(sandbox):
-    pdb = sandbox.get_json("pdb", "-n", "nai-system", "nai-db")
+def test_eviction_under_zero_disruption_pdb_gets_429(seed):
+    pdb = seed.get_json("pdb", "-n", "nai-system", "nai-db")
     assert pdb["status"]["disruptionsAllowed"] == 0
     assert pdb["status"]["observedGeneration"] == pdb["metadata"]["generation"]
-    before = sandbox.get_json("pod", "-n", "nai-system", "nai-db-0")
-    r = sandbox.kubectl("create", "--raw", "/api/v1/namespaces/nai-system/pods/nai-db-0/eviction", "-f", "-",
-                        "-v=6", input=EVICTION % ("nai-db-0", "nai-system"), context="sandbox-operator",
-                        check=False)
+    before = seed.get_json("pod", "-n", "nai-system", "nai-db-0")
+    r = seed.kubectl("create", "--raw", "/api/v1/namespaces/nai-system/pods/nai-db-0/eviction", "-f", "-",
+                     "-v=6", input=EVICTION % ("nai-db-0", "nai-system"), context="sandbox-operator",
+                     check=False)
     assert r.returncode != 0
     assert PDB_MESSAGE in r.stderr
     assert re.search(r'verb="POST" url="https://127\.0\.0\.1:\d+/api/v1/namespaces/nai-system/pods/nai-db-0/'
                      r'eviction" status="429 Too Many Requests"', r.stderr)
     assert '"code": 429' in r.stderr
-    after = sandbox.get_json("pod", "-n", "nai-system", "nai-db-0")
+    after = seed.get_json("pod", "-n", "nai-system", "nai-db-0")
     assert after["metadata"]["uid"] == before["metadata"]["uid"]
     assert "deletionTimestamp" not in after["metadata"]
 
 
-def test_eviction_allowed_by_pdb_replaces_pod(sandbox):
-    try:
-        pods = sandbox.pods("-n", "nai-system", "-l", "app.kubernetes.io/name=nai-api")
-        victim = pods[0]["metadata"]
-        r = sandbox.kubectl("create", "--raw", f"/api/v1/namespaces/nai-system/pods/{victim['name']}/eviction",
-                            "-f", "-", input=EVICTION % (victim["name"], "nai-system"), context="sandbox-operator")
-        assert r.returncode == 0
+def test_eviction_allowed_by_pdb_replaces_pod(clean):
+    pods = clean.pods("-n", "nai-system", "-l", "app.kubernetes.io/name=nai-api")
+    victim = pods[0]["metadata"]
+    r = clean.kubectl("create", "--raw", f"/api/v1/namespaces/nai-system/pods/{victim['name']}/eviction",
+                      "-f", "-", input=EVICTION % (victim["name"], "nai-system"), context="sandbox-operator")
+    assert r.returncode == 0
 
-        def replaced():
-            now = sandbox.pods("-n", "nai-system", "-l", "app.kubernetes.io/name=nai-api")
-            uids = {p["metadata"]["uid"] for p in now}
-            running = [p for p in now if p["status"]["phase"] == "Running"
-                       and "deletionTimestamp" not in p["metadata"]]
-            return victim["uid"] not in uids and len(running) == 2
-        wait_until("evicted nai-api pod to be replaced", replaced, timeout=60)
-    finally:
-        sandbox.reset()
+    def replaced():
+        now = clean.pods("-n", "nai-system", "-l", "app.kubernetes.io/name=nai-api")
+        uids = {p["metadata"]["uid"] for p in now}
+        running = [p for p in now if p["status"]["phase"] == "Running"
+                   and "deletionTimestamp" not in p["metadata"]]
+        return victim["uid"] not in uids and len(running) == 2
+    wait_until("evicted nai-api pod to be replaced", replaced, timeout=60)
 
 
-def test_drain_gpu_node_moves_pods_elsewhere(sandbox):
+def test_drain_gpu_node_moves_pods_elsewhere(clean):
     node = GPU_A
-    before = [p for p in sandbox.pods_on(node) if "deletionTimestamp" not in p["metadata"]]
+    before = [p for p in clean.pods_on(node) if "deletionTimestamp" not in p["metadata"]]
     movable = [p for p in before if owner_kind(p) in ("ReplicaSet", "StatefulSet")]
     daemons = [p for p in before if owner_kind(p) == "DaemonSet"]
     assert len(movable) >= 8 and daemons
     try:
-        r = sandbox.kubectl("drain", node, "--ignore-daemonsets", "--delete-emptydir-data",
-                            "--timeout=240s", timeout=300)
+        r = clean.kubectl("drain", node, "--ignore-daemonsets", "--delete-emptydir-data",
+                          "--timeout=240s", timeout=300)
         assert f"node/{node} drained" in r.stdout, r.stdout + r.stderr
         assert "evicting pod nai-admin/llama32-iep-predictor-" in r.stdout + r.stderr
         old_uids = {p["metadata"]["uid"] for p in movable}
 
         def settled():
-            pods = sandbox.pods()
+            pods = clean.pods()
             if old_uids & {p["metadata"]["uid"] for p in pods}:
                 return False
             for gone in movable:
@@ -153,13 +150,12 @@ def test_drain_gpu_node_moves_pods_elsewhere(sandbox):
         assert {p["metadata"]["uid"] for p in daemons} <= {p["metadata"]["uid"] for p in remaining}
         predictor = [p for p in pods if app_name(p) == "llama32-iep-predictor"]
         assert [p["spec"]["nodeName"] for p in predictor] == [GPU_B]  # the only other node with GPUs
-        assert sandbox.get_json("node", node)["spec"].get("unschedulable") is True
+        assert clean.get_json("node", node)["spec"].get("unschedulable") is True
         sts = [p for p in pods if p["metadata"]["name"] == "git-operator-git-0"]
         assert sts and sts[0]["spec"]["nodeName"] != node
     finally:
-        sandbox.kubectl("uncordon", node, check=False)
-        sandbox.reset()
-    assert sandbox.get_json("node", node)["spec"].get("unschedulable") is None
+        clean.kubectl("uncordon", node, check=False)
+    assert clean.get_json("node", node)["spec"].get("unschedulable") is None
 
 
 def test_reset_restores_the_seed_state(sandbox):
