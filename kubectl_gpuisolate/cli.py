@@ -10,12 +10,11 @@ one place a command's options are built and its connection is made.
 import os
 import sys
 
-from . import __version__
+from . import __version__, interrupts
 from .commands.common import IO
 from .completion.registry import RecordingParser
 from .errors import EXIT_INTERNAL, EXIT_SIGINT, EXIT_SIGTERM, EXIT_USAGE, GpuIsolateError
 from .flags import add_connection_flags
-from . import interrupts
 
 PROG = "kubectl gpuisolate"
 COMMANDS = ("status", "taint", "untaint", "evacuate", "completion", "version")

@@ -19,12 +19,18 @@ from typing import TYPE_CHECKING
 from ..completion.completers import complete_taint
 from ..core import planner
 from ..core.noexecute import NO_EXECUTE, PREFER_NO_SCHEDULE, deletions
-from ..core.taints import (ALREADY_TAINTED, DEFAULT_TAINT, Taint, TaintRef, add_taint, parse_taint,
-                           remove_taint)
+from ..core.taints import (
+    ALREADY_TAINTED,
+    DEFAULT_TAINT,
+    Taint,
+    TaintRef,
+    add_taint,
+    parse_taint,
+    remove_taint,
+)
 from ..errors import EXIT_OK, EXIT_PREFLIGHT, GpuIsolateError
 from ..flags import DryRun, add_dry_run_flag, parse_dry_run
-from ..output.taint import (TaintChange, deletion_report, prefer_warning, render_change,
-                            untolerated_note)
+from ..output.taint import TaintChange, deletion_report, prefer_warning, render_change, untolerated_note
 from . import owners
 from .common import IO, NodeTarget, OnNodes, add_node_flags
 

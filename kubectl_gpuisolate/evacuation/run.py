@@ -22,8 +22,7 @@ from ..output.evacuate import report_pdbs, report_refusal
 from ..output.taint import TaintChange, render_change
 from .engine import Evictor
 from .plan import preflight, targets_for
-from .seal import (Seal, already_noexecute_warnings, needs_seal, not_sealed, plan_options_for, seal,
-                   seal_mode)
+from .seal import Seal, already_noexecute_warnings, needs_seal, not_sealed, plan_options_for, seal, seal_mode
 from .state import NOT_STARTED, TERMINATING, WOULD_EVICT, Clock, Halt, Outcome
 
 # What evicting needs beyond reading: the eviction itself, and reading a pod after a 409.

@@ -10,7 +10,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from plugin import REPO
 from sandbox_helpers import GPU_A, unanswering_servers
 

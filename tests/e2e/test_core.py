@@ -5,7 +5,6 @@ import json
 import threading
 
 import pytest
-
 from sandbox_helpers import GPU_NODES
 
 COLUMNS = ("custom-columns=NAME:.metadata.name,GPU_PRESENT:.metadata.labels.nvidia\\.com/gpu\\.present,"

@@ -12,7 +12,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from plugin import REPO
 from sandbox_helpers import unanswering_servers
 

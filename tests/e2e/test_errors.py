@@ -8,7 +8,6 @@ import os
 
 import pytest
 
-
 LIMITED_USER = "gpuisolate-e2e-limited"
 
 

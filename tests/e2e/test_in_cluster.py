@@ -22,7 +22,6 @@ from pathlib import Path
 
 import pytest
 import yaml
-
 from plugin import REPO
 from sandbox_helpers import wait_until
 

@@ -14,7 +14,6 @@ import time
 from pathlib import Path
 
 import pytest
-
 from plugin import REPO
 from sandbox_helpers import GPU_A, GPU_NODES, unanswering_servers, wait_until
 

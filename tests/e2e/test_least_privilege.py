@@ -12,7 +12,6 @@ from pathlib import Path
 
 import pytest
 import yaml
-
 from plugin import REPO
 from sandbox_helpers import GPU_A, GPU_NODES, owner_kind, wait_until
 

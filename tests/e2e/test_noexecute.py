@@ -9,7 +9,6 @@ import threading
 from pathlib import Path
 
 import pytest
-from plugin import gpuisolate, plugin_bin  # noqa: F401  (fixtures)
 from sandbox_helpers import GPU_A, GPU_B, GPU_NODES, owner_kind, wait_until
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -21,13 +20,6 @@ pytestmark = pytest.mark.e2e
 NOEXEC = "nvidia.com/gpu=true:NoExecute"
 FENCE = {"key": "nvidia.com/gpu", "value": "true", "effect": "NoSchedule"}
 TEST_NS = "noexec-e2e"
-
-
-@pytest.fixture
-def clean(sandbox):
-    sandbox.reset()
-    yield sandbox
-    sandbox.reset()
 
 
 def gpu_taints(sandbox, name):

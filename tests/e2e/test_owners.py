@@ -6,20 +6,12 @@ Cluster API propagates is refused; GKE Autopilot is left alone."""
 import json
 
 import pytest
-from plugin import gpuisolate, plugin_bin  # noqa: F401  (fixtures)
 
 GPU_NODES = ["nkpnai-gpupool-1-z9mz6-pl9k2-4n5fm", "nkpnai-gpupool-1-z9mz6-pl9k2-9xdn9"]
 POOL_NOTE = ("Warning: pool nkpnai-gpupool-1-z9mz6 (Cluster API MachineDeployment): a taint "
              "written here is lost when the machines are replaced; ")
 CAPI_KEYS = ["cluster.x-k8s.io/machine", "cluster.x-k8s.io/owner-kind", "cluster.x-k8s.io/owner-name",
              "cluster.x-k8s.io/cluster-name", "cluster.x-k8s.io/cluster-namespace"]
-
-
-@pytest.fixture
-def clean(sandbox):
-    sandbox.reset()
-    yield sandbox
-    sandbox.reset()
 
 
 def pool_notes(stderr):

@@ -8,7 +8,7 @@ import os
 import sys
 
 import pytest
-from plugin import REPO, gpuisolate, plugin_bin  # noqa: F401  (fixtures)
+from plugin import REPO
 from sandbox_helpers import wait_until
 
 sys.path.insert(0, os.path.join(REPO, "tests", "sandbox"))

@@ -10,7 +10,6 @@ import threading
 from pathlib import Path
 
 import pytest
-
 from plugin import REPO
 from sandbox_helpers import GPU_A, GPU_NODES
 

@@ -2,8 +2,17 @@
 import json
 import re
 
-from sandbox_helpers import (ALL_NODES, CONTROL_PLANE, CPU_WORKERS, GPU_A, GPU_B, GPU_NODES,
-                             app_name, owner_kind, wait_until)
+from sandbox_helpers import (
+    ALL_NODES,
+    CONTROL_PLANE,
+    CPU_WORKERS,
+    GPU_A,
+    GPU_B,
+    GPU_NODES,
+    app_name,
+    owner_kind,
+    wait_until,
+)
 
 EVICTION = '{"apiVersion": "policy/v1", "kind": "Eviction", "metadata": {"name": "%s", "namespace": "%s"}}'
 PDB_MESSAGE = "Cannot evict pod as it would violate the pod's disruption budget"

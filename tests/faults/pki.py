@@ -13,7 +13,8 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "sandbox"))
-from sandboxctl.pki import genkey as _key, openssl as _openssl  # noqa: E402  (the sandbox's own helpers)
+from sandboxctl.pki import genkey as _key  # noqa: E402  (the sandbox's own helpers)
+from sandboxctl.pki import openssl as _openssl
 
 
 def server_cert(pki, out, name="proxy"):

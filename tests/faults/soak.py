@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .checks import Checker, gpu_value
-from .cluster import ROOT, Admin, ApiError, MIRROR, ready, wait_for
+from .cluster import MIRROR, ROOT, Admin, ApiError, ready, wait_for
 from .monitor import PdbMonitor
 from .pki import token
 from .proxy import FaultProxy

@@ -5,8 +5,14 @@ import argparse
 import pytest
 
 from kubectl_gpuisolate.errors import EXIT_USAGE, UsageError
-from kubectl_gpuisolate.flags import (ConnectionOptions, DryRun, add_connection_flags,
-                                      connection_options, parse_dry_run, parse_duration)
+from kubectl_gpuisolate.flags import (
+    ConnectionOptions,
+    DryRun,
+    add_connection_flags,
+    connection_options,
+    parse_dry_run,
+    parse_duration,
+)
 
 
 @pytest.mark.parametrize("text, seconds", [

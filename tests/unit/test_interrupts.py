@@ -93,7 +93,7 @@ def test_hard_stop_unwinds_then_ends_a_process_that_does_not_exit(signum, name, 
 
 
 def test_a_second_signal_under_graceful_goes_through_hard_stop():
-    child = run_child(f"""
+    child = run_child("""
         import os, signal, threading
         from kubectl_gpuisolate import interrupts
         stop = threading.Event()

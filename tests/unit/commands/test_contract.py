@@ -12,8 +12,18 @@ import pytest
 import yaml
 
 from ..evict_fakes import RBAC_403, FakeClock, FakeCluster, pdb_429
-from ..factories import (GPU_A, GPU_B, GPU_TAINT, GPU_TOLERATION, INFERENCE_TOLERATIONS,
-                         gpu_node, node, owner, pdb, pod)
+from ..factories import (
+    GPU_A,
+    GPU_B,
+    GPU_TAINT,
+    GPU_TOLERATION,
+    INFERENCE_TOLERATIONS,
+    gpu_node,
+    node,
+    owner,
+    pdb,
+    pod,
+)
 from .helpers import run_command
 from .test_evacuate import execute, seed_like, web
 

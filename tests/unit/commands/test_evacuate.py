@@ -14,16 +14,34 @@ import pytest
 from kubectl_gpuisolate import cli
 from kubectl_gpuisolate.commands import evacuate
 from kubectl_gpuisolate.commands.common import IO
-from kubectl_gpuisolate.evacuation.run import Evacuation, NodeState
-from kubectl_gpuisolate.errors import (EXIT_INCOMPLETE, EXIT_OK, EXIT_PREFLIGHT, EXIT_SIGINT,
-                                       EXIT_SIGTERM, EXIT_USAGE, ConnectionFailed, Interrupted,
-                                       UsageError)
-from kubectl_gpuisolate.flags import DryRun
 from kubectl_gpuisolate.core.taints import Taint
+from kubectl_gpuisolate.errors import (
+    EXIT_INCOMPLETE,
+    EXIT_OK,
+    EXIT_PREFLIGHT,
+    EXIT_SIGINT,
+    EXIT_SIGTERM,
+    EXIT_USAGE,
+    ConnectionFailed,
+    Interrupted,
+    UsageError,
+)
+from kubectl_gpuisolate.evacuation.run import Evacuation, NodeState
+from kubectl_gpuisolate.flags import DryRun
 
 from ..evict_fakes import FakeClock, FakeCluster, pdb_429
-from ..factories import (GPU_A, GPU_B, GPU_TAINT, GPU_TAINT_PRESENT, GPU_TOLERATION,
-                        INFERENCE_TOLERATIONS, gpu_node, owner, pdb, pod)
+from ..factories import (
+    GPU_A,
+    GPU_B,
+    GPU_TAINT,
+    GPU_TAINT_PRESENT,
+    GPU_TOLERATION,
+    INFERENCE_TOLERATIONS,
+    gpu_node,
+    owner,
+    pdb,
+    pod,
+)
 
 EMPTY_DIR = [{"name": "cache", "emptyDir": {}}]
 DS = owner("DaemonSet", "cilium")

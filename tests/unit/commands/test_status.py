@@ -8,8 +8,7 @@ import pytest
 from kubectl_gpuisolate.errors import EXIT_FINDINGS, EXIT_OK, NotFound
 
 from ..evict_fakes import FakeCluster
-from ..factories import (GPU_A, GPU_B, GPU_TAINT, GPU_TAINT_PRESENT, GPU_TOLERATION, gpu_node,
-                         node, owner, pod)
+from ..factories import GPU_A, GPU_B, GPU_TAINT, GPU_TAINT_PRESENT, GPU_TOLERATION, gpu_node, node, owner, pod
 from .helpers import run_command, table_rows
 
 DS = owner("DaemonSet", "cilium")

@@ -7,8 +7,7 @@ import pytest
 from kubectl_gpuisolate.errors import EXIT_CONFLICT, EXIT_OK, ApiError, ConflictError, NotFound
 
 from ..evict_fakes import FakeCluster
-from ..factories import (CONTROL_PLANE_TAINT, GPU_A, GPU_B, GPU_TAINT, GPU_TAINT_PRESENT,
-                         gpu_node, node, pod)
+from ..factories import CONTROL_PLANE_TAINT, GPU_A, GPU_B, GPU_TAINT, GPU_TAINT_PRESENT, gpu_node, node, pod
 from .helpers import buffers, run_command
 
 NO_EXECUTE = dict(GPU_TAINT, effect="NoExecute")

@@ -3,13 +3,35 @@
 import pytest
 
 from kubectl_gpuisolate.core import planner
-from kubectl_gpuisolate.core.planner import (BLOCKED, FLAG_EMPTYDIR, FLAG_FORCE, MOVE, STAY, WAIT,
-                                        NodePlan, PlanOptions, pdb_blockers, pdb_state, plan_node)
+from kubectl_gpuisolate.core.planner import (
+    BLOCKED,
+    FLAG_EMPTYDIR,
+    FLAG_FORCE,
+    MOVE,
+    STAY,
+    WAIT,
+    NodePlan,
+    PlanOptions,
+    pdb_blockers,
+    pdb_state,
+    plan_node,
+)
 from kubectl_gpuisolate.core.taints import Taint
 
-from ..factories import (CONTROL_PLANE_TAINT, DEFAULT_TOLERATIONS, GPU_A, GPU_B, GPU_TAINT,
-                        GPU_TAINT_PRESENT, GPU_TOLERATION, INFERENCE_TOLERATIONS, gpu_node, owner,
-                        pdb, pod)
+from ..factories import (
+    CONTROL_PLANE_TAINT,
+    DEFAULT_TOLERATIONS,
+    GPU_A,
+    GPU_B,
+    GPU_TAINT,
+    GPU_TAINT_PRESENT,
+    GPU_TOLERATION,
+    INFERENCE_TOLERATIONS,
+    gpu_node,
+    owner,
+    pdb,
+    pod,
+)
 
 MANAGED = Taint("nvidia.com/gpu", "true", "NoSchedule")
 EMPTY_DIR = [{"name": "cache", "emptyDir": {}}]

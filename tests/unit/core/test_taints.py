@@ -2,14 +2,30 @@
 
 import pytest
 
+from kubectl_gpuisolate.core.taints import (
+    DEFAULT_TAINT,
+    Taint,
+    TaintRef,
+    add_taint,
+    add_taint_write,
+    effective_gpu_taints,
+    gpu_taints_on,
+    parse_taint,
+    parse_taint_ref,
+    remove_taint,
+    remove_taint_write,
+    tolerates,
+    tolerates_all,
+)
 from kubectl_gpuisolate.errors import EXIT_CONFLICT, EXIT_USAGE, ConflictError, UsageError
-from kubectl_gpuisolate.core.taints import (DEFAULT_TAINT, Taint, TaintRef, add_taint,
-                                       add_taint_write, effective_gpu_taints, gpu_taints_on,
-                                       parse_taint, parse_taint_ref, remove_taint,
-                                       remove_taint_write, tolerates, tolerates_all)
 
-from ..factories import (CONTROL_PLANE_TAINT, DEFAULT_TOLERATIONS, GPU_TAINT, GPU_TAINT_PRESENT,
-                        INFERENCE_TOLERATIONS)
+from ..factories import (
+    CONTROL_PLANE_TAINT,
+    DEFAULT_TOLERATIONS,
+    GPU_TAINT,
+    GPU_TAINT_PRESENT,
+    INFERENCE_TOLERATIONS,
+)
 
 NAME_63 = "a" * 63
 NAME_64 = "a" * 64

@@ -8,18 +8,41 @@ whose ``sleep`` only advances time: nothing here really sleeps."""
 import random
 import threading
 
-from kubectl_gpuisolate.errors import ApiError, api_error, ConnectionFailed
-from kubectl_gpuisolate.kube.retry import Backoff
+from kubectl_gpuisolate.errors import ApiError, ConnectionFailed, api_error
 from kubectl_gpuisolate.evacuation.engine import Evictor
 from kubectl_gpuisolate.evacuation.plan import Target, lanes
-from kubectl_gpuisolate.evacuation.state import (EVICTED, FAILED, GONE, NOT_STARTED, PDB_BLOCKED,
-                                                 PDB_REFUSED, RETRYING, WOULD_EVICT, Halt,
-                                                 NodeEvacuation)
+from kubectl_gpuisolate.evacuation.state import (
+    EVICTED,
+    FAILED,
+    GONE,
+    NOT_STARTED,
+    PDB_BLOCKED,
+    PDB_REFUSED,
+    RETRYING,
+    WOULD_EVICT,
+    Halt,
+    NodeEvacuation,
+)
 from kubectl_gpuisolate.flags import DryRun
+from kubectl_gpuisolate.kube.retry import Backoff
 
-from ..evict_fakes import (CONFLICT, MULTI_PDB, NODE, NOT_FOUND, NS_TERMINATING, OK, RBAC_403,
-                          FakeClock, FakeNode, GatedNode, InFlight, make_pod, pdb_429,
-                          server_error, throttled)
+from ..evict_fakes import (
+    CONFLICT,
+    MULTI_PDB,
+    NODE,
+    NOT_FOUND,
+    NS_TERMINATING,
+    OK,
+    RBAC_403,
+    FakeClock,
+    FakeNode,
+    GatedNode,
+    InFlight,
+    make_pod,
+    pdb_429,
+    server_error,
+    throttled,
+)
 
 
 def target(name, pdbs=(), **kw):

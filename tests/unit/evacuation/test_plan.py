@@ -3,11 +3,11 @@ the up-front PDB report, and which planner decisions become eviction targets."""
 
 import io
 
-from kubectl_gpuisolate.core import planner
+from kubectl_gpuisolate.cli import build_parser
 from kubectl_gpuisolate.commands.evacuate import EvacuateOptions
+from kubectl_gpuisolate.core import planner
 from kubectl_gpuisolate.evacuation.plan import preflight, targets_for
 from kubectl_gpuisolate.output.evacuate import report_pdbs, report_refusal
-from kubectl_gpuisolate.cli import build_parser
 
 from ..factories import GPU_A, GPU_TAINT, INFERENCE_TOLERATIONS, gpu_node, owner, pdb, pod
 

@@ -7,16 +7,24 @@ import random
 
 import pytest
 
-from kubectl_gpuisolate.evacuation import policy as ev
 from kubectl_gpuisolate.errors import ApiError, ConnectionFailed, api_error
+from kubectl_gpuisolate.evacuation import policy as ev
 from kubectl_gpuisolate.evacuation.engine import ON_VERDICT
+from kubectl_gpuisolate.evacuation.plan import Target
 from kubectl_gpuisolate.evacuation.policy import Kind, after_conflict, classify
 from kubectl_gpuisolate.kube.retry import Backoff
-from kubectl_gpuisolate.evacuation.plan import Target
 from kubectl_gpuisolate.kube.transport import Response, status_error
 
-from ..evict_fakes import (CONFLICT, MULTI_PDB, NOT_FOUND, NS_TERMINATING, RBAC_403, pdb_429,
-                          server_error, throttled)
+from ..evict_fakes import (
+    CONFLICT,
+    MULTI_PDB,
+    NOT_FOUND,
+    NS_TERMINATING,
+    RBAC_403,
+    pdb_429,
+    server_error,
+    throttled,
+)
 
 
 def target(name, pdbs=()):

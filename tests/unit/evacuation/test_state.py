@@ -7,9 +7,19 @@ import time
 import pytest
 
 from kubectl_gpuisolate.evacuation.plan import Target
-from kubectl_gpuisolate.evacuation.state import (EVICTED, EVICTING, FAILED, GONE, NOT_STARTED,
-                                                 PDB_BLOCKED, RETRYING, TERMINATING, Clock, Halt,
-                                                 NodeEvacuation)
+from kubectl_gpuisolate.evacuation.state import (
+    EVICTED,
+    EVICTING,
+    FAILED,
+    GONE,
+    NOT_STARTED,
+    PDB_BLOCKED,
+    RETRYING,
+    TERMINATING,
+    Clock,
+    Halt,
+    NodeEvacuation,
+)
 
 from ..evict_fakes import FakeClock
 

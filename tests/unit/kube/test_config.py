@@ -5,8 +5,8 @@ import os
 import pytest
 import yaml
 
-from kubectl_gpuisolate.kube import config as kubeconfig
 from kubectl_gpuisolate.errors import EXIT_CONFIG, ConfigError
+from kubectl_gpuisolate.kube import config as kubeconfig
 
 
 def write(path, data):

@@ -6,9 +6,22 @@ import json
 import pytest
 
 from kubectl_gpuisolate import errors
-from kubectl_gpuisolate.errors import (EXIT_API, EXIT_AUTH, EXIT_CONFLICT, EXIT_NOT_FOUND,
-                                       ApiError, ApiNotFound, Conflict, ConflictError, Forbidden,
-                                       Gone, NotFound, ServerError, TooManyRequests, Unauthorized)
+from kubectl_gpuisolate.errors import (
+    EXIT_API,
+    EXIT_AUTH,
+    EXIT_CONFLICT,
+    EXIT_NOT_FOUND,
+    ApiError,
+    ApiNotFound,
+    Conflict,
+    ConflictError,
+    Forbidden,
+    Gone,
+    NotFound,
+    ServerError,
+    TooManyRequests,
+    Unauthorized,
+)
 from kubectl_gpuisolate.kube import transport
 from kubectl_gpuisolate.kube.transport import Response, retry_after, status_error
 

@@ -4,13 +4,24 @@ decide exactly as the whole pod does, and gather's pipelined DaemonSet lookups."
 import pytest
 
 from kubectl_gpuisolate.core import planner
+from kubectl_gpuisolate.core.taints import Taint
+from kubectl_gpuisolate.errors import NotFound
 from kubectl_gpuisolate.kube import gather
 from kubectl_gpuisolate.kube import nodes as nodes_module
-from kubectl_gpuisolate.errors import NotFound
-from kubectl_gpuisolate.core.taints import Taint
 
-from ..factories import (DEFAULT_TOLERATIONS, GPU_A, GPU_B, GPU_TAINT, GPU_TOLERATION,
-                        INFERENCE_TOLERATIONS, gpu_node, node, owner, pdb, pod)
+from ..factories import (
+    DEFAULT_TOLERATIONS,
+    GPU_A,
+    GPU_B,
+    GPU_TAINT,
+    GPU_TOLERATION,
+    INFERENCE_TOLERATIONS,
+    gpu_node,
+    node,
+    owner,
+    pdb,
+    pod,
+)
 
 DS = owner("DaemonSet", "cilium")
 PODS = [

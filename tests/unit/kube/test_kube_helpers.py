@@ -5,10 +5,16 @@ import json
 
 import pytest
 
+from kubectl_gpuisolate.errors import (
+    EXIT_API,
+    EXIT_AUTH,
+    EXIT_CONFLICT,
+    EXIT_NOT_FOUND,
+    ApiError,
+    ConfigError,
+)
 from kubectl_gpuisolate.kube import api, transport
 from kubectl_gpuisolate.kube import auth as credentials
-from kubectl_gpuisolate.errors import (EXIT_API, EXIT_AUTH, EXIT_CONFLICT, EXIT_NOT_FOUND,
-                                       ApiError, ConfigError)
 
 MERGE_CASES = [
     ({"a": 1}, {"a": 2}, {"a": 2}, "replace"),

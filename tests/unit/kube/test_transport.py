@@ -5,8 +5,15 @@ carries (credentials, impersonation)."""
 import pytest
 import urllib3
 
-from kubectl_gpuisolate.errors import (EXIT_CONNECTION, ApiNotFound, ConnectionFailed, Forbidden,
-                                       ServerError, TooManyRequests, Unauthorized)
+from kubectl_gpuisolate.errors import (
+    EXIT_CONNECTION,
+    ApiNotFound,
+    ConnectionFailed,
+    Forbidden,
+    ServerError,
+    TooManyRequests,
+    Unauthorized,
+)
 from kubectl_gpuisolate.flags import ConnectionOptions
 from kubectl_gpuisolate.kube import transport
 from kubectl_gpuisolate.kube.auth import Credentials

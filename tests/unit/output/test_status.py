@@ -8,8 +8,17 @@ from kubectl_gpuisolate.core.taints import Taint
 from kubectl_gpuisolate.output.status import StatusResult, render_text, to_document
 
 from ..commands.helpers import table_rows
-from ..factories import (GPU_A, GPU_TAINT, GPU_TAINT_PRESENT, GPU_TOLERATION,
-                         INFERENCE_TOLERATIONS, gpu_node, owner, pdb, pod)
+from ..factories import (
+    GPU_A,
+    GPU_TAINT,
+    GPU_TAINT_PRESENT,
+    GPU_TOLERATION,
+    INFERENCE_TOLERATIONS,
+    gpu_node,
+    owner,
+    pdb,
+    pod,
+)
 
 MANAGED = Taint("nvidia.com/gpu", "true", "NoSchedule")
 MIRROR = {"kubernetes.io/config.mirror": "abc"}
