@@ -122,3 +122,22 @@ def test_only_the_entry_points_exit_the_process(path):
              if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
              and isinstance(n.func.value, ast.Name)}
     assert not calls & {"sys.exit", "os._exit"}, f"{label(path)} ends the process: raise an error instead"
+
+
+MAX_FILE_LINES = 400
+MAX_FUNCTION_LINES = 50
+
+
+@pytest.mark.parametrize("path", modules(), ids=label)
+def test_no_product_file_is_over_400_lines(path):
+    lines = len(path.read_text(encoding="utf-8").splitlines())
+    assert lines <= MAX_FILE_LINES, f"{label(path)} has {lines} lines: split it along its jobs"
+
+
+@pytest.mark.parametrize("path", modules(), ids=label)
+def test_no_function_is_over_50_lines(path):
+    long = [f"{node.name} ({node.end_lineno - node.lineno + 1} lines)"
+            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+            and node.end_lineno - node.lineno + 1 > MAX_FUNCTION_LINES]
+    assert not long, f"{label(path)}: {', '.join(long)}"
