@@ -56,6 +56,8 @@ class OnNodes:
     """For the Options of the commands that work on GPU nodes (a ``target`` field): cli.py
     connects to ``connection`` with a pool of ``pool_size`` connections."""
 
+    target: NodeTarget    # declared here for the type checker; each Options dataclass has the field
+
     @property
     def pool_size(self):
         from ..kube.nodes import FETCH_WORKERS

@@ -47,7 +47,8 @@ def add_parser(subparsers, parents):
         description=__doc__, epilog=EXAMPLES,
         formatter_class=__import__("argparse").RawDescriptionHelpFormatter)
     add_node_flags(parser)
-    parser.add_argument("--gpu-taint", "--taint", dest="taint", default=DEFAULT_TAINT, metavar="KEY[=VALUE]:EFFECT",
+    parser.add_argument("--gpu-taint", "--taint", dest="taint", default=DEFAULT_TAINT,
+                        metavar="KEY[=VALUE]:EFFECT",
                         help="the GPU taint to judge pods against where a node has none yet "
                              f"(default {DEFAULT_TAINT}); nodes with this key and effect are judged "
                              "by the value they carry").completer = complete_taint

@@ -65,7 +65,8 @@ class TaintOptions(OnNodes):
 
 
 def add_taint_flags(parser):
-    parser.add_argument("--gpu-taint", "--taint", dest="taint", default=DEFAULT_TAINT, metavar="KEY[=VALUE]:EFFECT",
+    parser.add_argument("--gpu-taint", "--taint", dest="taint", default=DEFAULT_TAINT,
+                        metavar="KEY[=VALUE]:EFFECT",
                         help=f"the taint to apply (default {DEFAULT_TAINT})").completer = complete_taint
     parser.add_argument("--overwrite", action="store_true",
                         help="replace the value of a taint with the same key and effect")

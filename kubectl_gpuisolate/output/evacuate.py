@@ -4,6 +4,8 @@ evicted), the plan (--dry-run=client) and the final summary per node (stdout),
 and the json/yaml document of either (``render``).  The results are
 ``evacuation.run.NodeResult``s, read through their fields and properties."""
 
+from typing import Any, Dict, List, Tuple
+
 from ..core import planner
 from ..core.taints import Taint
 from ..flags import DryRun
@@ -31,7 +33,7 @@ def report_refusal(check, stream):
 
 def report_pdbs(checks, options, stream):
     """Up front: PDBs that can never allow an eviction, and those that allow none now."""
-    found = {}
+    found: Dict[Tuple[str, str], Tuple[Any, List[str]]] = {}
     for check in checks:
         for d in check.plan.to_move:
             if len(d.pdbs) == 1 and (d.pdbs[0].never_allows or d.pdbs[0].blocks_now):
@@ -67,7 +69,7 @@ def _pdb_text(decision):
 
 def render_plan(results, options):
     """--dry-run=client: per node, what would be evicted, what stays and why, what blocks."""
-    parts = []
+    parts: List[str] = []
     for result in results:
         plan = result.plan
         taint = ", ".join(str(Taint.from_api(t)) for t in plan.gpu_taints) or "absent"
@@ -139,7 +141,7 @@ def _seal_doc(seal):
 
 def _node_doc(result, server_dry_run):
     plan = result.plan
-    stayed = {}
+    stayed: Dict[str, List[str]] = {}
     for d in plan.with_action(planner.STAY) if plan else ():
         stayed.setdefault(d.reason, []).append(d.ref)
     doc = {"name": result.name, "result": result.state.value, "seconds": round(result.seconds, 1),

@@ -7,6 +7,7 @@ documents; progress and warnings go to stderr through ``Progress`` and ``warn``.
 import json
 import sys
 import time
+from typing import Dict
 
 NONE = "<none>"
 
@@ -33,7 +34,7 @@ def tabwriter(rows, *, minwidth=6, padding=3):
     Every cell but the last of a line is padded to its column's width; the
     last cell is printed as it is.
     """
-    widths = {}
+    widths: Dict[int, int] = {}
     for row in rows:
         for index, cell in enumerate(row[:-1]):
             widths[index] = max(widths.get(index, minwidth), len(cell) + padding)
@@ -47,7 +48,7 @@ def tabwriter(rows, *, minwidth=6, padding=3):
 def node_view(nodes):
     """The seed's view, byte for byte:
     kubectl get nodes -o 'custom-columns=NAME:.metadata.name,GPU_PRESENT:.metadata.labels.nvidia\\.com/gpu\\.present,TAINTS:.spec.taints'
-    """
+    """  # noqa: E501 (the seed's command line, quoted whole)
     rows = [["NAME", "GPU_PRESENT", "TAINTS"]]
     for node in nodes:
         labels = node["metadata"].get("labels") or {}

@@ -65,7 +65,8 @@ def user(kind, valid, m, tmp_path):
     crt, key = m["certs"][valid]
     pem = key.read_text()
     body = "".join(line for line in pem.splitlines() if not line.startswith("-----"))
-    needles = [body, pem.strip()] + [line for line in pem.splitlines() if len(line) >= 16 and "-----" not in line]
+    needles = [body, pem.strip()] + [line for line in pem.splitlines()
+                                     if len(line) >= 16 and "-----" not in line]
     if kind == "cert-files":
         return {"client-certificate": str(crt), "client-key": str(key)}, needles
     data = pki.embedded(crt, key)

@@ -218,7 +218,8 @@ def test_unwritable_home_gives_a_one_line_hint(home, dist, tmp_path):
     assert result.returncode == EXIT_PYTHON
     assert "Traceback" not in result.stderr
     lines = result.stderr.splitlines()
-    assert len(lines) == 1 and lines[0].startswith("error: ") and "cannot unpack into" in lines[0] and "SHIV_ROOT" in lines[0], lines
+    assert len(lines) == 1 and lines[0].startswith("error: ") and "cannot unpack into" in lines[0] \
+        and "SHIV_ROOT" in lines[0], lines
     # The hint works.
     fixed = run([str(dist / NAME), "version"], env=dict(env, SHIV_ROOT=str(tmp_path / "shiv")))
     assert fixed.returncode == 0 and fixed.stdout == f"{NAME} {VERSION}\n"

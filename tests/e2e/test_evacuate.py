@@ -120,8 +120,9 @@ def test_taint_then_evacuate_leaves_only_daemonsets_and_the_inference_pod(gpuiso
                           if k == "app.kubernetes.io/name")
         ns = old["metadata"]["namespace"]
         pods = wait_until(f"replacement of {old['metadata']['name']} running on a CPU worker",
-                          lambda: [p for p in clean.pods("-n", ns, "-l", labels)
-                                   if ready(p) and p["spec"]["nodeName"] in CPU_WORKERS])
+                          lambda ns=ns, labels=labels: [
+                              p for p in clean.pods("-n", ns, "-l", labels)
+                              if ready(p) and p["spec"]["nodeName"] in CPU_WORKERS])
         assert pods and all(p["spec"]["nodeName"] not in GPU_NODES for p in pods)
 
 

@@ -45,10 +45,12 @@ def pinned_workload(admin, namespace):
     once A is tainted, the first replacement stays Pending, so the second pod waits for the PDB
     until the deadline."""
     kube = admin.kube
-    kube.create({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "pinned", "namespace": namespace},
+    kube.create({"apiVersion": "apps/v1", "kind": "Deployment",
+                 "metadata": {"name": "pinned", "namespace": namespace},
                  "spec": {"replicas": 2, "selector": {"matchLabels": {"app": "pinned"}},
                           "template": {"metadata": {"labels": {"app": "pinned"}}, "spec": {
-                              "nodeSelector": {"kubernetes.io/hostname": GPU_A}, "terminationGracePeriodSeconds": 0,
+                              "nodeSelector": {"kubernetes.io/hostname": GPU_A},
+                              "terminationGracePeriodSeconds": 0,
                               "containers": [{"name": "main", "image": "busybox"}]}}}})
     kube.create({"apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
                  "metadata": {"name": "pinned", "namespace": namespace},
@@ -103,7 +105,8 @@ def test_an_interrupted_evacuation_leaves_a_consistent_cluster(gpuisolate, clean
     assert [n["name"] for n in doc["nodes"]] == GPU_NODES, context
     by_ref = {ref(p): uid for uid, p in before.items()}
     wait_until("evicted pods to finish terminating", lambda: not any(
-        p["metadata"].get("deletionTimestamp") and uid in before for uid, p in admin.pods().items()), timeout=60)
+        p["metadata"].get("deletionTimestamp") and uid in before for uid, p in admin.pods().items()),
+        timeout=60)
     after = admin.pods()
     for node in doc["nodes"]:
         movable = {ref(p) for p in before.values()
@@ -121,7 +124,7 @@ def test_an_interrupted_evacuation_leaves_a_consistent_cluster(gpuisolate, clean
             continue
         kind = classify(pod)
         assert kind == "move", f"{kind} pod {ref(pod)} was removed; {context}"
-        wait_until(f"a replacement of {ref(pod)}", lambda: any(
+        wait_until(f"a replacement of {ref(pod)}", lambda pod=pod: any(
             owner(p) == owner(pod) and p["metadata"]["uid"] not in before for p in admin.pods().values()))
     moved = sum(len(n["moved"]) for n in doc["nodes"])
     print(f"run {run}: {name} after line {len(seen)} {seen[-1].strip()[:70]!r}: {moved} moved, "

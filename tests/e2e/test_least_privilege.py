@@ -67,7 +67,8 @@ def can_i(sandbox, verb, resource, *impersonate):
 
 
 def state(sandbox):
-    nodes = {n["metadata"]["name"]: n["metadata"]["resourceVersion"] for n in sandbox.get_json("nodes")["items"]}
+    nodes = {n["metadata"]["name"]: n["metadata"]["resourceVersion"]
+             for n in sandbox.get_json("nodes")["items"]}
     return nodes, sorted(p["metadata"]["uid"] for p in sandbox.pods())
 
 

@@ -66,7 +66,8 @@ def test_pods_running_and_ordinary_pods_on_gpu_nodes(seed):
 def test_inference_pod_has_seed_tolerations(seed):
     pods = seed.pods("-n", "nai-admin", "-l", "app.kubernetes.io/name=llama32-iep-predictor")
     assert len(pods) == 1 and pods[0]["spec"]["nodeName"] == GPU_A
-    tol = {(t.get("key"), t.get("effect"), t.get("tolerationSeconds")) for t in pods[0]["spec"]["tolerations"]}
+    tol = {(t.get("key"), t.get("effect"), t.get("tolerationSeconds"))
+           for t in pods[0]["spec"]["tolerations"]}
     assert tol == {("nvidia.com/gpu", "NoSchedule", None), ("node.kubernetes.io/not-ready", "NoExecute", 300),
                    ("node.kubernetes.io/unreachable", "NoExecute", 300)}
     assert pods[0]["spec"]["containers"][0]["resources"]["limits"]["nvidia.com/gpu"] == "1"
@@ -74,17 +75,20 @@ def test_inference_pod_has_seed_tolerations(seed):
 
 def test_daemonset_placement(seed):
     def nodes_of(ns, name):
-        return sorted(p["spec"]["nodeName"] for p in seed.pods("-n", ns, "-l", f"app.kubernetes.io/name={name}"))
+        return sorted(p["spec"]["nodeName"]
+                      for p in seed.pods("-n", ns, "-l", f"app.kubernetes.io/name={name}"))
     assert nodes_of("kube-system", "cilium") == sorted(ALL_NODES)
     assert nodes_of("kommander", "nvidia-device-plugin-daemonset") == sorted(GPU_NODES)
-    assert nodes_of("kommander", "kube-prometheus-stack-prometheus-node-exporter") == sorted(GPU_NODES + CPU_WORKERS)
+    assert nodes_of("kommander", "kube-prometheus-stack-prometheus-node-exporter") == \
+        sorted(GPU_NODES + CPU_WORKERS)
 
 
 def test_operator_context_is_least_privilege(seed):
     def can(*args):
         r = seed.kubectl("auth", "can-i", *args, context="sandbox-operator", check=False)
         return r.stdout.strip() == "yes"
-    assert can("patch", "nodes") and can("list", "pods", "-A") and can("create", "pods", "--subresource=eviction", "-A")
+    assert can("patch", "nodes") and can("list", "pods", "-A") \
+        and can("create", "pods", "--subresource=eviction", "-A")
     assert can("list", "poddisruptionbudgets.policy", "-A") and can("get", "daemonsets.apps", "-A")
     assert not can("delete", "pods", "-A") and not can("delete", "nodes") and not can("list", "secrets", "-A")
     r = seed.kubectl("get", "nodes", "-o", "name", context="sandbox-operator")
@@ -149,7 +153,8 @@ def test_drain_gpu_node_moves_pods_elsewhere(clean):
             for gone in movable:
                 ns, app = gone["metadata"]["namespace"], app_name(gone)
                 mates = [p for p in pods if p["metadata"]["namespace"] == ns and app_name(p) == app]
-                if not mates or any(p["status"]["phase"] != "Running" or p["spec"].get("nodeName") in (None, node)
+                if not mates or any(p["status"]["phase"] != "Running"
+                                    or p["spec"].get("nodeName") in (None, node)
                                     or "deletionTimestamp" in p["metadata"] for p in mates):
                     return False
             return pods

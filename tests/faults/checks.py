@@ -23,7 +23,8 @@ def gpu_value(node):
 
 
 def other_taints(node):
-    return sorted((t["key"], t.get("value", ""), t["effect"]) for t in (node.get("spec") or {}).get("taints") or ()
+    return sorted((t["key"], t.get("value", ""), t["effect"])
+                  for t in (node.get("spec") or {}).get("taints") or ()
                   if t["key"] != GPU_KEY and not t["key"].startswith(PREFIX))
 
 
@@ -148,10 +149,12 @@ class Checker:
             self.check("gpu-taint", {n: self.after_val[n] for n in spec.targets} == final,
                        f"{self.after_val} != {final}")
         else:
-            self.check("gpu-taint", self.after_val == self.before_val, f"{self.before_val} -> {self.after_val}")
+            self.check("gpu-taint", self.after_val == self.before_val,
+                       f"{self.before_val} -> {self.after_val}")
 
     def _evacuated_node(self, name, d, refused, server):
-        before = {ref(p): (uid, p) for uid, p in self.before["pods"].items() if p["spec"].get("nodeName") == name}
+        before = {ref(p): (uid, p) for uid, p in self.before["pods"].items()
+                  if p["spec"].get("nodeName") == name}
         alive = {uid for uid, p in self.after["pods"].items() if not p["metadata"].get("deletionTimestamp")}
         value = self.before_val[name] or "true"
         if refused:
@@ -164,16 +167,19 @@ class Checker:
         pending = {p["pod"]: p for p in d.get("pending") or ()}
         failed = {p["pod"] for p in d.get("failed") or ()}
         self.check("summary", moved | set(pending) | failed == movable,
-                   f"node {name}: reported {sorted(moved | set(pending) | failed)} != oracle {sorted(movable)}")
+                   f"node {name}: reported {sorted(moved | set(pending) | failed)} "
+                   f"!= oracle {sorted(movable)}")
         stayed = {r for refs in (d.get("stayed") or {}).values() for r in refs}
         oracle_stays = {r for r, (_, p) in before.items() if classify(p, value) in STAYS}
-        self.check("summary", stayed == oracle_stays, f"node {name}: stayed {sorted(stayed)} != {sorted(oracle_stays)}")
+        self.check("summary", stayed == oracle_stays,
+                   f"node {name}: stayed {sorted(stayed)} != {sorted(oracle_stays)}")
         for pod_ref in moved & set(before):
             uid = before[pod_ref][0]
             if server:
                 self.check("dry-run-untouched", uid in alive, f"pod {pod_ref} evicted in a server dry run")
             else:
-                self.check("moved-is-gone", uid not in alive, f"pod {pod_ref} reported moved but is still there")
+                self.check("moved-is-gone", uid not in alive,
+                           f"pod {pod_ref} reported moved but is still there")
         for pod_ref, entry in pending.items():
             if entry["state"] in ("not-started", "pdb-refused", "pdb-blocked") and pod_ref in before:
                 self.check("pending-is-there", before[pod_ref][0] in alive,

@@ -133,7 +133,8 @@ class Soak:
                 ("quorum", 4, {"affinity": prefer_gpu}),
                 ("tolerant", 1, {"tolerations": gpu_toleration,
                                  "nodeSelector": {"kubernetes.io/hostname": self.gpu[-1]}})):
-            kube.create({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": name, "namespace": ns},
+            kube.create({"apiVersion": "apps/v1", "kind": "Deployment",
+                         "metadata": {"name": name, "namespace": ns},
                          "spec": {"replicas": replicas, "selector": {"matchLabels": {"app": name}},
                                   "template": {"metadata": {"labels": {"app": name}},
                                                "spec": {"containers": container,
@@ -145,7 +146,8 @@ class Soak:
                      "metadata": {"name": "quorum", "namespace": ns},
                      "spec": {"minAvailable": 3, "selector": {"matchLabels": {"app": "quorum"}}}})
         wait_for(f"the soak workloads in {ns}", lambda: sum(map(ready, kube.list("pods", ns))) == 6)
-        wait_for("the quorum PDB", lambda: (kube.get("poddisruptionbudgets", "quorum", ns).get("status") or {})
+        wait_for("the quorum PDB",
+                 lambda: (kube.get("poddisruptionbudgets", "quorum", ns).get("status") or {})
                  .get("disruptionsAllowed") == 1)
         self.timings["workloads"] += time.monotonic() - started
 

@@ -149,4 +149,5 @@ def test_guard_hints_at_shiv_root_when_home_is_unwritable(tmp_path, monkeypatch)
         runpy.run_path(GUARD, run_name="__main__")
     assert exc.value.code == 11
     lines = err.getvalue().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("error: ") and "cannot unpack into" in lines[0] and "SHIV_ROOT" in lines[0]
+    assert len(lines) == 1 and lines[0].startswith("error: ") and "cannot unpack into" in lines[0] \
+        and "SHIV_ROOT" in lines[0]

@@ -12,12 +12,14 @@ def parser():
     p = argparse.ArgumentParser(
         prog="scripts/sandbox",
         description="A real Kubernetes v1.33 control plane (etcd, kube-apiserver, kube-controller-manager, "
-                    "kube-scheduler) with kwok nodes, on 127.0.0.1. State in $SANDBOX_DIR (default .sandbox/).")
+                    "kube-scheduler) with kwok nodes, on 127.0.0.1. "
+                    "State in $SANDBOX_DIR (default .sandbox/).")
     sub = p.add_subparsers(dest="cmd", required=True)
     u = sub.add_parser("up", help="start the sandbox and load a scenario (no-op when already up)")
     u.add_argument("--scenario", choices=["seed", "scale", "platforms"], default=None,
                    help="seed (default): the 9-node NKP cluster; scale: many nodes and pods for benchmarks; "
-                        "platforms: seed plus GPU nodes and pods shaped as GKE, EKS, Karpenter, AKS, OpenShift, NKP")
+                        "platforms: seed plus GPU nodes and pods shaped as "
+                        "GKE, EKS, Karpenter, AKS, OpenShift, NKP")
     u.add_argument("--nodes", type=int, help="scale: number of nodes (default 2000)")
     u.add_argument("--gpu-nodes", type=int, help="scale: how many of them have GPUs (default 200)")
     u.add_argument("--pods", type=int, help="scale: number of pods (default 60000)")

@@ -71,7 +71,8 @@ def up(scenario=None, nodes=None, gpu_nodes=None, pods=None):
         if state.exists():
             if is_up(state):
                 cur = state.data.get("scenario")
-                if (scenario and scenario != cur) or (scenario == "scale" and params != state.data.get("params")):
+                if (scenario and scenario != cur) or \
+                        (scenario == "scale" and params != state.data.get("params")):
                     raise SandboxError(f"a sandbox with scenario {cur} is already up in {root}; "
                                        "run `scripts/sandbox down` first")
                 log(f"already up and healthy (scenario {cur}); nothing changed")
@@ -84,13 +85,13 @@ def up(scenario=None, nodes=None, gpu_nodes=None, pods=None):
         fresh = State(root)
         try:
             return _fresh_up(fresh, scenario or "seed", params)
-        except KeyboardInterrupt:
+        except KeyboardInterrupt as exc:
             _stop_all(fresh)
             if fresh.exists():
                 fresh.data["phase"] = "failed"
                 fresh.save()
             raise SandboxError("up interrupted; stopped the components started so far "
-                               "(`scripts/sandbox down` removes the state)")
+                               "(`scripts/sandbox down` removes the state)") from exc
     finally:
         os.close(lock)
 
@@ -178,7 +179,8 @@ def _failed(state, err):
     state.data["phase"] = "failed"
     state.save()
     raise SandboxError(f"up failed: {err}; logs are in {state.logs}; "
-                       "`scripts/sandbox up` again cleans up and retries, `scripts/sandbox down` removes the state")
+                       "`scripts/sandbox up` again cleans up and retries, "
+                       "`scripts/sandbox down` removes the state")
 
 
 def down():
@@ -205,7 +207,8 @@ def status():
     rows = component_report(state)
     phase = state.data.get("phase")
     ok = phase == "ready" and all(r[3] for r in rows)
-    log(f"{'up' if ok else 'NOT healthy'} (scenario {state.data.get('scenario')}, phase {phase}) in {state.root}")
+    log(f"{'up' if ok else 'NOT healthy'} (scenario {state.data.get('scenario')}, phase {phase}) "
+        f"in {state.root}")
     for name, rec, running, good in rows:
         pid = rec["pid"] if rec else "-"
         rss = f"{rss_mib(rec)} MiB" if running else "-"
@@ -246,7 +249,7 @@ def reset():
         log(f"reset done in {time.time() - t0:.1f}s")
         return 0
     except (ApiError, OSError, ValueError) as e:
-        raise SandboxError(f"reset failed: {e}; `scripts/sandbox down` then `up` starts afresh")
+        raise SandboxError(f"reset failed: {e}; `scripts/sandbox down` then `up` starts afresh") from e
     finally:
         os.close(lock)
 

@@ -107,7 +107,8 @@ def wait_workloads(kube, workloads, targets, timeout=120):
             want_phase = "Succeeded" if obj["kind"] == "Job" else "Running"
             ok = [p for p in got if p["status"].get("phase") == want_phase]
             if len(ok) != count or len(got) != count:
-                return False, f"{obj['kind']} {meta['namespace']}/{meta['name']}: {len(ok)}/{count} {want_phase}"
+                return False, (f"{obj['kind']} {meta['namespace']}/{meta['name']}: "
+                               f"{len(ok)}/{count} {want_phase}")
         return True, ""
     wait_for("workload pods", check, timeout)
 
@@ -131,7 +132,8 @@ def wait_pdbs(kube, pdbs, timeout=120):
             st = cur.get("status", {})
             if (st.get("observedGeneration") != cur["metadata"]["generation"]
                     or st.get("disruptionsAllowed") != allowed):
-                return False, f"PDB {m['namespace']}/{m['name']} status {st.get('disruptionsAllowed')}/{allowed}"
+                return False, (f"PDB {m['namespace']}/{m['name']} "
+                               f"status {st.get('disruptionsAllowed')}/{allowed}")
         return True, ""
     wait_for("PodDisruptionBudgets", check, timeout)
 
@@ -142,7 +144,7 @@ def load_workloads(kube, log):
         cur = kube.get_or_none("namespaces", ns)
         if cur is not None and cur["metadata"].get("deletionTimestamp"):  # a test deleted it
             wait_for(f"namespace {ns} to finish terminating",
-                     lambda: (kube.get_or_none("namespaces", ns) is None, ""), timeout=180)
+                     lambda ns=ns: (kube.get_or_none("namespaces", ns) is None, ""), timeout=180)
         kube.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}}, exist_ok=True)
     daemonsets = seed.daemonsets()
     for obj, _ in daemonsets:

@@ -93,7 +93,8 @@ def _parallel(kube, items, fn, what, log):
         t.join()
     if errors:
         raise SandboxError(f"creating {what} failed: {errors[0]}")
-    log(f"created {len(items)} {what} in {time.time() - t0:.1f}s ({len(items) / max(time.time() - t0, 1e-3):.0f}/s)")
+    log(f"created {len(items)} {what} in {time.time() - t0:.1f}s "
+        f"({len(items) / max(time.time() - t0, 1e-3):.0f}/s)")
 
 
 def _pod(ns, name, node, spec, labels, owner=None):
@@ -116,7 +117,8 @@ def _node_status(node):
              ("PIDPressure", "False", "KubeletHasSufficientPID"),
              ("Ready", "True", "KubeletReady")]
     node["status"]["conditions"] = [{"type": t, "status": s, "reason": r, "message": r,
-                                     "lastHeartbeatTime": now, "lastTransitionTime": now} for t, s, r in conds]
+                                     "lastHeartbeatTime": now, "lastTransitionTime": now}
+                                    for t, s, r in conds]
     node["status"]["addresses"] = [{"type": "InternalIP", "address": "127.0.0.1"},
                                    {"type": "Hostname", "address": node["metadata"]["name"]}]
     node["status"]["phase"] = "Running"
@@ -165,7 +167,8 @@ def load(kube, p, log):
         ci += max(1, step - 1)
     workers = order if order else workers
     n_app_ns = max(1, -(-pl["rs_pods"] // (RS_REPLICAS * RS_PER_NS)))
-    namespaces = ["kube-system", "kommander", "scale-inference"] + [f"scale-app-{i:03d}" for i in range(n_app_ns)]
+    namespaces = ["kube-system", "kommander", "scale-inference"] + \
+        [f"scale-app-{i:03d}" for i in range(n_app_ns)]
     for ns in namespaces:
         kube.create(o.namespace(ns), exist_ok=True)
     _parallel(kube, all_nodes, lambda n: kube.create(_node_status(n), exist_ok=True), "nodes", log)
@@ -196,7 +199,8 @@ def load(kube, p, log):
         rs = kube.create(o.replicaset("scale-inference", f"llm-{r:03d}-predictor-566f5bdd89", len(part),
                                       gspec, labels))
         for i, node in enumerate(part):
-            pods.append(_pod("scale-inference", f"{rs['metadata']['name']}-{_suffix(i)}", node, gspec, labels, rs))
+            pods.append(_pod("scale-inference", f"{rs['metadata']['name']}-{_suffix(i)}", node, gspec,
+                             labels, rs))
     # Ordinary ReplicaSet pods and bare pods, round-robin over all workers
     k = 0
     left = pl["rs_pods"]
@@ -246,7 +250,8 @@ def wait(kube, p, log, timeout=1800):
         tainted = ["?"]
         if n_pods == total and not pending.get("items"):
             tainted = [n["metadata"]["name"] for n in kube.list("nodes", limit=500)
-                       if any(t["key"].startswith("node.kubernetes.io/") for t in n["spec"].get("taints") or [])]
+                       if any(t["key"].startswith("node.kubernetes.io/")
+                              for t in n["spec"].get("taints") or [])]
         msg = (f"{n_pods}/{total} pods, {'some' if pending.get('items') else 'none'} not Running, "
                f"{'?' if tainted == ['?'] else len(tainted)} nodes with condition taints")
         if msg != last:
@@ -276,7 +281,8 @@ def _settle_controllers(kube, pl, log, timeout):
         bad = [d["metadata"]["name"] for d in kube.list("daemonsets")
                if d.get("status", {}).get("numberReady") != want.get(d["metadata"]["name"])
                or d["status"].get("desiredNumberScheduled") != want.get(d["metadata"]["name"])]
-        bad += [f"pdb {b['metadata']['namespace']}/{b['metadata']['name']}" for b in kube.list("poddisruptionbudgets")
+        bad += [f"pdb {b['metadata']['namespace']}/{b['metadata']['name']}"
+                for b in kube.list("poddisruptionbudgets")
                 if b.get("status", {}).get("observedGeneration") != b["metadata"]["generation"]
                 or b["status"].get("currentHealthy") != b["status"].get("expectedPods")]
         if not bad:

@@ -100,7 +100,8 @@ def phases():
            _spec("altinity/clickhouse-operator:0.24.4")), 1),
         (s("kommander", "prometheus-kube-prometheus-stack-prometheus", 1, _spec(
             "quay.io/prometheus/prometheus:v3.2.1", "500m", "2Gi", empty_dir="prometheus-db")), 1),
-        (s("kommander", "logging-operator-logging-fluentd", 1, _spec("ghcr.io/kube-logging/fluentd:v1.16")), 1),
+        (s("kommander", "logging-operator-logging-fluentd", 1,
+           _spec("ghcr.io/kube-logging/fluentd:v1.16")), 1),
         (d("kommander", "kube-prometheus-stack-kube-state-metrics", 1,
            _spec("registry.k8s.io/kube-state-metrics/kube-state-metrics:v2.15.0")), 1),
         (d("kserve", "kserve-controller-manager", 1, _spec("kserve/kserve-controller:v0.15.2")), 1),
