@@ -169,11 +169,14 @@ def execute(kube, options, *, out, err, clock=None, stop=None, **engine_args):
 
 
 def run(options: EvacuateOptions, kube: "KubeApi", io: IO) -> int:
-    if owners.autopilot_target(kube, options.target, io.err):
-        return EXIT_OK
     stop = threading.Event()
-    with graceful(stop) as caught:   # the first signal sets stop; a second one ends it
-        code = execute(kube, options, out=io.out, err=io.err, stop=stop)
+    # Everything that talks to the cluster runs inside graceful(): the first signal sets stop
+    # (a request in flight, e.g. to a hung server, may finish first); a second one ends it.
+    with graceful(stop) as caught:
+        if owners.autopilot_target(kube, options.target, io.err):
+            code = EXIT_OK
+        else:
+            code = execute(kube, options, out=io.out, err=io.err, stop=stop)
     if caught:
         raise Interrupted(caught[0])
     return code
