@@ -10,7 +10,7 @@ each one matters; ``taint`` and ``evacuate --taint`` refuse or hold back on that
 
 from typing import Iterable, List, NamedTuple, Optional, Sequence, Tuple
 
-from . import gpu, planner
+from . import disruption, gpu, planner
 from .gpu import Obj
 from .taints import Taint, tolerates
 
@@ -78,7 +78,7 @@ def deletion_delay(tolerations: Optional[Sequence[Obj]], taint: Taint) -> Option
 
 def _why(pod: Obj, pdbs: Sequence[Obj]) -> Tuple[Tuple[str, ...], Tuple[str, ...]]:
     guarding = tuple(sorted((p.get("metadata") or {}).get("name", "")
-                            for p in planner.pdbs_for_pod(pod, pdbs)))
+                            for p in disruption.pdbs_for_pod(pod, pdbs)))
     phase = (pod.get("status") or {}).get("phase")
     checks = (
         (WHY_PDB, bool(guarding)),

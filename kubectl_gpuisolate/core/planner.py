@@ -14,9 +14,13 @@ A new rule is one function in ``RULES`` and one row in docs/design.md's table.
 
 from collections import Counter
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any, Callable, Dict, FrozenSet, Iterable, List, Optional, Sequence, Set, Tuple, cast
 
-from . import gpu, maintenance, selectors
+from . import gpu, landing, maintenance
+from .disruption import PdbState as PdbState
+from .disruption import pdb_state as pdb_state
+from .disruption import pdbs_for_pod as pdbs_for_pod
 from .gpu import Obj
 from .taints import Taint, effective_gpu_taints, gpu_taints_on, tolerates_all
 
@@ -37,21 +41,6 @@ class PlanOptions:
 
 
 @dataclass(frozen=True)
-class PdbState:
-    namespace: str
-    name: str
-    disruptions_allowed: int
-    desired_healthy: int
-    current_healthy: int
-    expected_pods: int
-    never_allows: Optional[str]   # why it can never allow an eviction, if it cannot
-
-    @property
-    def blocks_now(self) -> bool:
-        return self.disruptions_allowed <= 0
-
-
-@dataclass(frozen=True)
 class PodDecision:
     namespace: str
     name: str
@@ -63,6 +52,7 @@ class PodDecision:
     flags: Tuple[str, ...] = ()  # the flags that would lift a BLOCKED gate
     pdbs: Tuple[PdbState, ...] = ()
     warning: str = ""            # e.g. a GPU pod that does not tolerate the taint
+    landing: Tuple[str, ...] = ()  # MOVE: the nodes its replacement could land on, when known
 
     @property
     def ref(self) -> str:
@@ -96,7 +86,13 @@ class NodePlan:
 
     @property
     def misplaced(self) -> List[PodDecision]:
-        """Pods that do not belong on the node, gated or not."""
+        """Pods that do not belong on the node, gated or not, or with nowhere else to go."""
+        return [d for d in self.decisions
+                if d.action in (MOVE, BLOCKED) or d.reason in MISPLACED_STAYS]
+
+    @property
+    def movable(self) -> List[PodDecision]:
+        """Pods that do not belong on the node and can go: evacuate's to-do, gated or not."""
         return [d for d in self.decisions if d.action in (MOVE, BLOCKED)]
 
     @property
@@ -130,42 +126,10 @@ def has_emptydir(pod: Obj) -> bool:
     return any("emptyDir" in v for v in (pod.get("spec") or {}).get("volumes") or ())
 
 
-def pdb_state(pdb: Obj) -> PdbState:
-    """Summarises a PDB's status and whether it can ever allow an eviction."""
-    meta, spec, status = pdb.get("metadata") or {}, pdb.get("spec") or {}, pdb.get("status") or {}
-    expected = int(status.get("expectedPods") or 0)
-    desired = int(status.get("desiredHealthy") or 0)
-    never = None
-    max_unavailable = spec.get("maxUnavailable")
-    min_available = spec.get("minAvailable")
-    if max_unavailable is not None and str(max_unavailable) in ("0", "0%"):
-        never = f"maxUnavailable is {max_unavailable}"
-    elif min_available is not None and str(min_available) == "100%":
-        never = "minAvailable is 100%"
-    elif (min_available is not None and isinstance(min_available, int)
-          and expected > 0 and min_available >= expected):
-        never = f"minAvailable {min_available} >= its {expected} pod(s)"
-    elif expected > 0 and desired >= expected:
-        never = f"needs all {expected} pod(s) healthy"
-    return PdbState(namespace=meta.get("namespace", ""), name=meta.get("name", ""),
-                    disruptions_allowed=int(status.get("disruptionsAllowed") or 0),
-                    desired_healthy=desired,
-                    current_healthy=int(status.get("currentHealthy") or 0),
-                    expected_pods=expected, never_allows=never)
-
-
-def pdbs_for_pod(pod: Obj, pdbs: Iterable[Obj]) -> List[Obj]:
-    """The PDBs whose selector matches the pod, in its namespace (policy/v1 rules)."""
-    meta = pod.get("metadata") or {}
-    namespace, labels = meta.get("namespace"), meta.get("labels") or {}
-    return [p for p in pdbs
-            if (p.get("metadata") or {}).get("namespace") == namespace
-            and selectors.matches((p.get("spec") or {}).get("selector"), labels)]
-
-
 @dataclass(frozen=True)
 class RuleContext:
-    """What every rule may read about one pod, computed once by ``decide``."""
+    """What every rule may read about one pod, computed once by ``decide`` (``landing`` on
+    first use: only pods that would move need it)."""
     gpu_taints: Tuple[Obj, ...]        # the taints the pod must tolerate
     pdbs: Tuple[Obj, ...]              # the PDBs of the pod's namespace
     options: PlanOptions
@@ -176,6 +140,16 @@ class RuleContext:
     uid: str
     taint_text: str                    # the GPU taints as people write them
     tolerated: bool                    # tolerates every one of gpu_taints
+    pod: Obj = field(default_factory=dict, repr=False)
+    cluster: Optional[landing.Cluster] = None   # None: where pods can land is not known
+
+    @cached_property
+    def landing(self) -> Optional[landing.Landing]:
+        """Where the replacement could land; None for a bare pod (no replacement) or when
+        the cluster is not known."""
+        if self.cluster is None or self.owner_ref is None:
+            return None
+        return landing.land(self.pod, self.cluster)
 
     def decision(self, action: str, reason: str, message: str, **extra: Any) -> PodDecision:
         owner = f"{self.owner_ref.get('kind')}/{self.owner_ref.get('name')}" if self.owner_ref else ""
@@ -184,7 +158,8 @@ class RuleContext:
 
 
 def rule_context(pod: Obj, gpu_taints: Iterable[Obj], pdbs: Iterable[Obj], options: PlanOptions,
-                 missing_daemonsets: Iterable[Tuple[str, str]] = frozenset()) -> RuleContext:
+                 missing_daemonsets: Iterable[Tuple[str, str]] = frozenset(),
+                 cluster: Optional[landing.Cluster] = None) -> RuleContext:
     meta = pod.get("metadata") or {}
     taints = tuple(gpu_taints)
     return RuleContext(
@@ -192,7 +167,8 @@ def rule_context(pod: Obj, gpu_taints: Iterable[Obj], pdbs: Iterable[Obj], optio
         missing_daemonsets=frozenset(missing_daemonsets), owner_ref=controller_of(pod),
         namespace=meta.get("namespace", ""), name=meta.get("name", ""), uid=meta.get("uid", ""),
         taint_text=", ".join(str(Taint.from_api(t)) for t in taints),
-        tolerated=tolerates_all((pod.get("spec") or {}).get("tolerations"), taints))
+        tolerated=tolerates_all((pod.get("spec") or {}).get("tolerations"), taints),
+        pod=pod, cluster=cluster)
 
 
 # -- the rules, in order (docs/design.md "The planner's decisions" lists them; a test checks) --------
@@ -273,9 +249,29 @@ def tolerated(pod: Obj, ctx: RuleContext) -> Optional[PodDecision]:
     return None
 
 
+def asks_for_gpu(pod: Obj, ctx: RuleContext) -> Optional[PodDecision]:
+    found = ctx.landing
+    if found is None or not found.asks_for_gpu:
+        return None
+    return ctx.decision(STAY, "asks-for-gpu", f"asks for GPU nodes ({found.asks_for_gpu})",
+                        warning=f"pod {ctx.namespace}/{ctx.name} asks for GPU nodes "
+                                f"({found.asks_for_gpu}) but does not tolerate {ctx.taint_text}; "
+                                "after a restart it could not be scheduled on this node")
+
+
+def nowhere_to_land(pod: Obj, ctx: RuleContext) -> Optional[PodDecision]:
+    found = ctx.landing
+    if found is None or found.nodes:
+        return None
+    return ctx.decision(STAY, "nowhere-to-land", f"nowhere to land: {found.blocker}")
+
+
 Rule = Callable[[Obj, RuleContext], Optional[PodDecision]]
 RULES: Tuple[Rule, ...] = (terminating, mirror, daemonset, finished, gpu_request, gpu_shared, gpu_mig,
-                           accelerator, gpu_fraction, resource_claim, tolerated)
+                           accelerator, gpu_fraction, resource_claim, tolerated, asks_for_gpu,
+                           nowhere_to_land)
+# Stays that status counts as misplaced: the pod does not belong here, but cannot go.
+MISPLACED_STAYS = frozenset({"nowhere-to-land"})
 
 
 def gated_or_move(pod: Obj, ctx: RuleContext) -> PodDecision:
@@ -298,15 +294,29 @@ def gated_or_move(pod: Obj, ctx: RuleContext) -> PodDecision:
         return ctx.decision(BLOCKED, "gated",
                             f"does not tolerate {ctx.taint_text}, but " + "; ".join(gates) + hint,
                             flags=tuple(flags), pdbs=matching)
-    return ctx.decision(MOVE, "not-tolerated", f"does not tolerate {ctx.taint_text}", pdbs=matching)
+    found = ctx.landing
+    nodes = found.nodes if found else ()
+    return ctx.decision(MOVE, "not-tolerated", f"does not tolerate {ctx.taint_text}", pdbs=matching,
+                        landing=nodes, warning=_other_gpu_nodes_only(ctx, nodes))
+
+
+def _other_gpu_nodes_only(ctx: RuleContext, nodes: Sequence[str]) -> str:
+    """A warning when the pod can land only on GPU nodes this run leaves untainted."""
+    if ctx.cluster is None or not nodes or not set(nodes) <= ctx.cluster.gpu:
+        return ""
+    more = f" and {len(nodes) - 3} more" if len(nodes) > 3 else ""
+    return (f"pod {ctx.namespace}/{ctx.name} can land only on GPU node(s) not in this run: "
+            f"{', '.join(nodes[:3])}{more}")
 
 
 def decide(pod: Obj, gpu_taints: Sequence[Obj], pdbs: Iterable[Obj], options: PlanOptions,
-           missing_daemonsets: Iterable[Tuple[str, str]] = frozenset()) -> PodDecision:
+           missing_daemonsets: Iterable[Tuple[str, str]] = frozenset(),
+           cluster: Optional[landing.Cluster] = None) -> PodDecision:
     """One pod's decision: the first rule that decides, else gated_or_move.
 
-    ``gpu_taints`` are the taints the pod must tolerate; ``pdbs`` those of its namespace."""
-    ctx = rule_context(pod, gpu_taints, pdbs, options, missing_daemonsets)
+    ``gpu_taints`` are the taints the pod must tolerate; ``pdbs`` those of its namespace;
+    ``cluster`` what the landing check reads (None: not checked)."""
+    ctx = rule_context(pod, gpu_taints, pdbs, options, missing_daemonsets, cluster)
     for rule in RULES:
         found = rule(pod, ctx)
         if found is not None:
@@ -315,7 +325,8 @@ def decide(pod: Obj, gpu_taints: Sequence[Obj], pdbs: Iterable[Obj], options: Pl
 
 
 def plan_node(node: Obj, pods: Iterable[Obj], pdbs: Iterable[Obj], options: PlanOptions,
-              missing_daemonsets: Iterable[Tuple[str, str]] = frozenset()) -> NodePlan:
+              missing_daemonsets: Iterable[Tuple[str, str]] = frozenset(),
+              cluster: Optional[landing.Cluster] = None) -> NodePlan:
     """The plan for one GPU node and the pods bound to it."""
     spec = node.get("spec") or {}
     node_taints = spec.get("taints") or []
@@ -329,7 +340,8 @@ def plan_node(node: Obj, pods: Iterable[Obj], pdbs: Iterable[Obj], options: Plan
         by_namespace.setdefault((pdb.get("metadata") or {}).get("namespace"), []).append(pdb)
     for pod in sorted(pods, key=lambda p: (p["metadata"].get("namespace", ""), p["metadata"]["name"])):
         namespace_pdbs = by_namespace.get(pod["metadata"].get("namespace"), ())
-        plan.decisions.append(decide(pod, must_tolerate, namespace_pdbs, options, missing_daemonsets))
+        plan.decisions.append(decide(pod, must_tolerate, namespace_pdbs, options, missing_daemonsets,
+                                     cluster))
     return plan
 
 

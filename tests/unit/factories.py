@@ -45,7 +45,8 @@ def owner(kind="ReplicaSet", name="web-5d4f8", api_version="apps/v1", controller
 
 def pod(name="web-5d4f8-abcde", namespace="default", *, owner_ref="default", tolerations=None,
         labels=None, annotations=None, volumes=None, phase="Running", deleting=False,
-        requests=None, limits=None, init_requests=None, claims=None, node_name=GPU_A):
+        requests=None, limits=None, init_requests=None, claims=None, node_name=GPU_A,
+        node_selector=None, affinity=None):
     """A pod; ``owner_ref`` "default" means a ReplicaSet controller, None a bare pod."""
     if owner_ref == "default":
         owner_ref = owner()
@@ -73,6 +74,11 @@ def pod(name="web-5d4f8-abcde", namespace="default", *, owner_ref="default", tol
                                    "resources": {"requests": dict(init_requests)}}]
     if volumes:
         spec["volumes"] = list(volumes)
+    if node_selector is not None:
+        spec["nodeSelector"] = dict(node_selector)
+    if affinity is not None:
+        spec["affinity"] = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
+            "nodeSelectorTerms": list(affinity)}}}
     if claims:
         spec["resourceClaims"] = [{"name": c, "resourceClaimName": f"{c}-claim"} for c in claims]
     return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec,

@@ -2,7 +2,7 @@
 
 import pytest
 
-from kubectl_gpuisolate.core import planner
+from kubectl_gpuisolate.core import landing, planner
 from kubectl_gpuisolate.core.planner import (
     BLOCKED,
     FLAG_EMPTYDIR,
@@ -28,6 +28,7 @@ from ..factories import (
     GPU_TOLERATION,
     INFERENCE_TOLERATIONS,
     gpu_node,
+    node,
     owner,
     pdb,
     pod,
@@ -39,9 +40,10 @@ CONFIG_VOLUME = [{"name": "config", "configMap": {"name": "cfg"}}]
 APP = {"app": "web"}
 
 
-def one_decision(the_pod, *, node_taints=(GPU_TAINT,), pdbs=(), missing=frozenset(), **options):
+def one_decision(the_pod, *, node_taints=(GPU_TAINT,), pdbs=(), missing=frozenset(), cluster=None,
+                 **options):
     plan = plan_node(gpu_node(taints=list(node_taints)), [the_pod], list(pdbs),
-                     PlanOptions(MANAGED, **options), missing)
+                     PlanOptions(MANAGED, **options), missing, cluster)
     assert len(plan.decisions) == 1
     return plan.decisions[0]
 
@@ -52,7 +54,32 @@ def case(id, the_pod, action, reason, *, flags=(), warning="", pdb_names=(), mes
                         message, id=id)
 
 
+# A cluster for the landing check: this run's GPU node, another GPU node, two CPU workers.
+GPU_AFFINITY = [{"matchExpressions": [{"key": "nvidia.com/gpu.present", "operator": "In",
+                                       "values": ["true"]}]}]
+CLUSTER = landing.Cluster(
+    nodes=(gpu_node(GPU_A), gpu_node(GPU_B), node("cpu-1", labels={"kubernetes.io/hostname": "cpu-1"}),
+           node("cpu-2", labels={"kubernetes.io/hostname": "cpu-2"})),
+    run=frozenset({GPU_A}), gpu=frozenset({GPU_A, GPU_B}))
+GPU_ONLY_CLUSTER = landing.Cluster(nodes=CLUSTER.nodes[:2], run=frozenset({GPU_A}),
+                                   gpu=frozenset({GPU_A, GPU_B}))
+
 DECISION_CASES = [
+    # -- where it can land (core/landing.py) -------------------------------------------------------
+    case("lands-on-cpu-workers", pod(), MOVE, "not-tolerated", cluster=CLUSTER),
+    case("pinned-by-hostname", pod(node_selector={"kubernetes.io/hostname": GPU_A}), STAY,
+         "nowhere-to-land", cluster=CLUSTER,
+         message=f"nowhere to land: nodeSelector kubernetes.io/hostname={GPU_A}"),
+    case("asks-for-gpu-nodes", pod(affinity=GPU_AFFINITY), STAY, "asks-for-gpu", cluster=CLUSTER,
+         message="asks for GPU nodes (required nodeAffinity nvidia.com/gpu.present In [true])",
+         warning="asks for GPU nodes (required nodeAffinity nvidia.com/gpu.present In [true]) but "
+                 "does not tolerate nvidia.com/gpu=true:NoSchedule"),
+    case("lands-only-on-other-gpu-nodes", pod(), MOVE, "not-tolerated", cluster=GPU_ONLY_CLUSTER,
+         warning=f"can land only on GPU node(s) not in this run: {GPU_B}"),
+    case("bare-pod-has-no-replacement", pod(owner_ref=None, node_selector={"x": "y"}), BLOCKED,
+         "gated", flags=[FLAG_FORCE], cluster=CLUSTER),
+    case("tolerated-before-landing", pod(tolerations=[GPU_TOLERATION], node_selector={"x": "y"}),
+         STAY, "tolerates", cluster=CLUSTER),
     # -- tolerations against the node's GPU taint --------------------------------------------------
     case("tolerate-all", pod(tolerations=[{"operator": "Exists"}]), STAY, "tolerates",
          message="tolerates nvidia.com/gpu=true:NoSchedule"),

@@ -77,10 +77,10 @@ def documented():
     return found
 
 
-def deciding_rule(the_pod, node_taints, pdbs, missing, options):
+def deciding_rule(the_pod, node_taints, pdbs, missing, options, cluster=None):
     """The name of the step that decides the pod, found by running the chain by hand."""
     ctx = planner.rule_context(the_pod, effective_gpu_taints(list(node_taints), options.managed_taint),
-                               pdbs, options, missing)
+                               pdbs, options, missing, cluster)
     for rule in planner.RULES:
         if rule(the_pod, ctx) is not None:
             return rule.__name__, ctx
@@ -95,11 +95,12 @@ def test_each_decision_comes_from_the_row_that_documents_it(the_pod, kwargs, act
     node_taints = kwargs.pop("node_taints", (GPU_TAINT,))
     pdbs = kwargs.pop("pdbs", ())
     missing = kwargs.pop("missing", frozenset())
+    cluster = kwargs.pop("cluster", None)
     options = PlanOptions(MANAGED, **kwargs)
-    name, ctx = deciding_rule(the_pod, node_taints, pdbs, missing, options)
+    name, ctx = deciding_rule(the_pod, node_taints, pdbs, missing, options, cluster)
     assert documented().get((action, reason)) == name
     # decide is exactly this chain.
-    decision = planner.decide(the_pod, ctx.gpu_taints, pdbs, options, missing)
+    decision = planner.decide(the_pod, ctx.gpu_taints, pdbs, options, missing, cluster)
     assert (decision.action, decision.reason) == (action, reason)
 
 
