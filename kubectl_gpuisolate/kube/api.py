@@ -27,7 +27,6 @@ from ..flags import DryRun
 from .retry import NODE_WRITES
 from .transport import Transport, retryable
 
-
 # Where a controller's object lives: what the landing check reads of a pod template.
 CONTROLLER_PATHS = {
     "ReplicaSet": "/apis/apps/v1/namespaces/{namespace}/replicasets/{name}",

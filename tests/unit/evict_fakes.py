@@ -7,6 +7,7 @@ import time
 
 from kubectl_gpuisolate.errors import NotFound, api_error
 from kubectl_gpuisolate.flags import DryRun
+
 from .factories import node as plain_node
 
 NODE = "gpu-1"
