@@ -19,7 +19,13 @@ def find_nodes(kube, names, requirements, selector_text, *, warn):
 
 
 def find_nodes_with_version(kube, names, requirements, selector_text, *, warn):
-    """(target nodes, resourceVersion of the node list, or None when nodes were named).
+    """(target nodes, resourceVersion of the node list, or None when nodes were named)."""
+    return find_nodes_and_view(kube, names, requirements, selector_text, warn=warn)[:2]
+
+
+def find_nodes_and_view(kube, names, requirements, selector_text, *, warn):
+    """(target nodes, resourceVersion of the node list or None, the nodes kubectl's
+    ``get nodes`` would show for the same selection: all of them by default).
 
     Named nodes are read one by one (concurrently): listing a large cluster's
     nodes costs seconds.  Otherwise all nodes are listed once: by default the GPU-node
@@ -32,14 +38,14 @@ def find_nodes_with_version(kube, names, requirements, selector_text, *, warn):
         if missing:
             raise NotFound(f"node(s) not found: {', '.join(missing)}; check the names with "
                            "'kubectl get nodes'")
-        return found, None
+        return found, None, found
     all_nodes, version = kube.list_nodes_with_version()
     if requirements is None:    # the default: the GPU-node rules (core.gpu.NODE_RULES)
         nodes = gpu.gpu_nodes(all_nodes)
         if not nodes:
             raise NotFound("no GPU nodes found: no node has a GPU signal (docs/design.md); label "
                            "them or pass -l/--selector or node names")
-        return nodes, version
+        return nodes, version, all_nodes
     nodes = [n for n in all_nodes
              if selectors.matches_string(requirements, n["metadata"].get("labels"))]
     if not nodes:
@@ -49,7 +55,7 @@ def find_nodes_with_version(kube, names, requirements, selector_text, *, warn):
     if unselected:
         names_text = ", ".join(n["metadata"]["name"] for n in unselected)
         warn(f"node(s) with GPU capacity are not selected by {selector_text}: {names_text}")
-    return nodes, version
+    return nodes, version, nodes
 
 
 def _node_or_none(kube, name):
