@@ -91,7 +91,13 @@ def test_status_names_the_misplaced_pods(gpuisolate, seed):
 def test_status_text_and_exit_code(gpuisolate, seed):
     result = gpuisolate("status", "--exit-code")
     assert result.returncode == 1, result.stderr        # seed: untainted GPU nodes, misplaced pods
-    assert "would move" in result.stdout and "llama32-iep-predictor" in result.stdout
+    assert "would move" in result.stdout and "nai-db-0" in result.stdout
+    # By default only the pods that need attention: the inference pod (it tolerates) and the
+    # DaemonSet pods are counted, not listed; --all-pods and -o wide list them.
+    assert "llama32-iep-predictor" not in result.stdout and "cilium-" not in result.stdout
+    for argv in (["--all-pods"], ["-o", "wide"]):
+        every = gpuisolate("status", *argv).stdout
+        assert "llama32-iep-predictor" in every and "cilium-" in every, argv
     for name in GPU_NODES:
         gpus = node_json(seed, name)["status"]["capacity"]["nvidia.com/gpu"]
         assert f"node/{name}: {gpus} GPU, GPU taint absent;" in result.stdout
