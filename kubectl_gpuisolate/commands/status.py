@@ -74,11 +74,12 @@ def run(options: StatusOptions, kube: "KubeApi", io: IO) -> int:
     target = options.target
     with ThreadPoolExecutor(max_workers=1) as early:
         pdbs = early.submit(kube.list_pdbs)     # needs no node: read while the nodes are
-        nodes, version, view = find_nodes_and_view(kube, target.names, target.requirements,
-                                                   target.selector_text, warn=io.warn)
+        nodes, version, view, listed = find_nodes_and_view(
+            kube, target.names, target.requirements, target.selector_text, warn=io.warn)
         # The pods are read as of the node list or later (one consistent read, not hundreds).
         plans = build_plans(kube, nodes, planner.PlanOptions(options.managed_taint),
-                            not_older_than=version, pdbs=pdbs, landing_check=True, warn=io.warn)
+                            not_older_than=version, pdbs=pdbs, landing_check=True, warn=io.warn,
+                            cluster_nodes=listed)
     result = StatusResult(nodes, plans, options.managed_taint, view)
     for warning in result.warnings:
         io.warn(warning)

@@ -148,3 +148,21 @@ def test_without_the_landing_check_nothing_is_read():
     cluster = Counting([gpu_node(GPU_A, taints=[GPU_TAINT])], [pod("pinned", node_selector={HOST: GPU_A})])
     [plan] = gather.build_plans(cluster, [cluster.get_node(GPU_A)], OPTIONS)
     assert (plan.decisions[0].action, cluster.calls) == (MOVE, [])
+
+
+def test_status_reuses_its_node_list_for_the_landing_check():
+    from ..commands.helpers import run_command
+
+    cluster = Counting([gpu_node(GPU_A, taints=[GPU_TAINT])], [pod("web")])
+    code, out, _ = run_command(cluster, "status")
+    assert code == 0 and "would move" in out
+    assert "list_nodes" not in cluster.calls and cluster.calls == ["get_controller"]
+
+
+def test_the_landing_check_keeps_only_what_it_reads_of_a_node():
+    big = gpu_node(GPU_B)
+    big["metadata"]["annotations"] = {"x": "y" * 1000}
+    big["status"]["nodeInfo"] = {"kernelVersion": "5"}
+    found = gather._node_essentials(big)
+    assert found == {"metadata": {"name": GPU_B, "labels": big["metadata"]["labels"]},
+                     "spec": big["spec"], "status": {"capacity": big["status"]["capacity"]}}
