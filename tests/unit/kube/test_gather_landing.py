@@ -44,6 +44,10 @@ class Counting(FakeCluster):
         self._count("list_nodes")
         return super().list_nodes(selector, limit=limit, retry=retry)
 
+    def list_nodes_with_version(self, selector=None):
+        self._count("list_nodes_with_version")
+        return FakeCluster.list_nodes(self, selector), "1"
+
     def get_pvc(self, namespace, name):
         self._count("get_pvc")
         return super().get_pvc(namespace, name)
@@ -156,7 +160,7 @@ def test_status_reuses_its_node_list_for_the_landing_check():
     cluster = Counting([gpu_node(GPU_A, taints=[GPU_TAINT])], [pod("web")])
     code, out, _ = run_command(cluster, "status")
     assert code == 0 and "would move" in out
-    assert "list_nodes" not in cluster.calls and cluster.calls == ["get_controller"]
+    assert cluster.calls == ["list_nodes_with_version", "get_controller"]
 
 
 def test_the_landing_check_keeps_only_what_it_reads_of_a_node():
