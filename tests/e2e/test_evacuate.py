@@ -34,14 +34,12 @@ def apply(sandbox, *objects):
                                                            "items": list(objects)}))
 
 
-def deployment(name, namespace, replicas, *, node=None, prefer=None, labels=None):
-    """A Deployment; ``node`` requires, ``prefer`` prefers that node by hostname."""
+def deployment(name, namespace, replicas, *, prefer=None, labels=None):
+    """A Deployment; ``prefer`` prefers that node by hostname."""
     labels = {"app": name, **(labels or {})}
     spec = {"containers": [{"name": "main", "image": "busybox",
                             "resources": {"requests": {"cpu": "10m", "memory": "16Mi"}}}],
             "terminationGracePeriodSeconds": 0}
-    if node:
-        spec["nodeSelector"] = {"kubernetes.io/hostname": node}
     if prefer:
         spec["affinity"] = {"nodeAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [
             {"weight": 100, "preference": {"matchExpressions": [
@@ -50,6 +48,18 @@ def deployment(name, namespace, replicas, *, node=None, prefer=None, labels=None
             "metadata": {"name": name, "namespace": namespace},
             "spec": {"replicas": replicas, "selector": {"matchLabels": labels},
                      "template": {"metadata": {"labels": labels}, "spec": spec}}}
+
+
+def stuck_deployment(name, namespace, replicas):
+    """Pods that fit only on GPU A: by the filters they may also land on the first CPU worker,
+    which has too little CPU for them (resources are the scheduler's, not the landing check's)."""
+    obj = deployment(name, namespace, replicas)
+    spec = obj["spec"]["template"]["spec"]
+    spec["containers"][0]["resources"]["requests"]["cpu"] = "17"
+    spec["affinity"] = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
+        "nodeSelectorTerms": [{"matchExpressions": [{"key": "kubernetes.io/hostname", "operator": "In",
+                                                     "values": [GPU_A, CPU_WORKERS[0]]}]}]}}}
+    return obj
 
 
 def pdb(name, namespace, selector, **spec):
@@ -144,8 +154,10 @@ def test_a_never_allowing_pdb_is_reported_up_front_and_exits_non_zero(gpuisolate
 
 
 def pinned_pair(sandbox, namespace):
-    """Two pods pinned to GPU A under a maxUnavailable-1 PDB, both Ready and the PDB allowing 1."""
-    apply(sandbox, deployment("pinned", namespace, 2, node=GPU_A))
+    """Two pods on GPU A under a maxUnavailable-1 PDB, both Ready and the PDB allowing 1, whose
+    replacements stay Pending: their required affinity allows GPU A and one CPU worker (so the
+    landing check sees somewhere to land), but they request more CPU than a worker has."""
+    apply(sandbox, stuck_deployment("pinned", namespace, 2))
     wait_ready(sandbox, namespace, "app=pinned", 2, where=[GPU_A])
     apply(sandbox, pdb("pinned", namespace, {"matchLabels": {"app": "pinned"}}, maxUnavailable=1))
     wait_pdb_allows(sandbox, namespace, "pinned", 1)
