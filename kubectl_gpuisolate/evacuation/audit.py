@@ -36,7 +36,8 @@ class Audit:
     def __init__(self, kube, *, enabled, warn, writers=WRITERS):
         self._kube, self._warn = kube, warn
         self._lock = threading.Lock()
-        self._sent = set()           # uids of the pods with an event queued this run, per reason
+        self._sent = set()           # (uid, reason) of each event queued this run
+        self._explained = set()      # uids of the pods with an event queued this run
         self._why = {}               # uid -> the planner's message, for the pods to move
         self._queued = self._unwritten = 0
         self._failure = None
@@ -88,7 +89,7 @@ class Audit:
     # -- writing ----------------------------------------------------------------------------------
     def _has_event(self, uid):
         with self._lock:
-            return any(u == uid for u, _ in self._sent)
+            return uid in self._explained
 
     def _queue(self, pod, reason, type_, message):
         """``pod``: a Target or a PodDecision (namespace, name, uid)."""
@@ -96,6 +97,7 @@ class Audit:
             if self._pool is None or (pod.uid, reason) in self._sent:   # closed, or a dry run
                 return
             self._sent.add((pod.uid, reason))
+            self._explained.add(pod.uid)
             self._queued += 1
             self._pool.submit(self._write, pod, reason, type_, message)
 
