@@ -74,8 +74,12 @@ def test_a_run_leaves_an_event_on_each_pod_it_evicted_was_refused_or_left(gpuiso
     quiet = [p for p in pods.values()
              if owner_kind(p) == "DaemonSet" or p["status"].get("phase") == "Succeeded"]
     assert quiet and all(audit_events(clean, p, older) == [] for p in quiet)
-    # Every pod it evicted has its event: every pod gone from the GPU nodes but nai-db-0's.
+    # Every pod it evicted has its one event: every pod gone from the GPU nodes (finished CronJob
+    # pods are cleaned up by their controller, not evicted); a pod whose PDB held it back for a
+    # while (one eviction at a time, its sibling's replacement not Ready yet) also has that one.
     still = {p["metadata"]["uid"] for n in GPU_NODES for p in clean.pods_on(n)}
-    gone = [p for uid, p in pods.items() if uid not in still]
-    assert gone and all(
-        [e["reason"] for e in audit_events(clean, p, older)] == ["GpuIsolateEvicted"] for p in gone)
+    gone = [p for uid, p in pods.items() if uid not in still and p not in quiet]
+    reasons = {p["metadata"]["name"]: sorted(e["reason"] for e in audit_events(clean, p, older))
+               for p in gone}
+    assert len(gone) > 10 and set(map(tuple, reasons.values())) <= {
+        ("GpuIsolateEvicted",), ("GpuIsolateEvicted", "GpuIsolateEvictionBlocked")}, reasons
