@@ -34,6 +34,7 @@ from ..core import planner
 from ..core.noexecute import PREFER_NO_SCHEDULE
 from ..core.taints import DEFAULT_TAINT, Taint, parse_taint
 from ..errors import EXIT_FENCED, EXIT_INCOMPLETE, EXIT_OK, EXIT_PREFLIGHT, Interrupted, UsageError
+from ..evacuation.audit import WRITERS as EVENT_WRITERS
 from ..evacuation.run import Evacuation, NothingToDo
 from ..flags import DryRun, add_dry_run_flag, add_output_flag, parse_dry_run, parse_duration
 from ..interrupts import graceful
@@ -98,8 +99,8 @@ class EvacuateOptions(OnNodes):
     @property
     def pool_size(self):
         # Evictions, plus per node slot its watch and the watches of finished nodes that
-        # are still in their (5s) window, plus the planner's reads.
-        return self.max_parallel + 4 * self.parallel_nodes + 8
+        # are still in their (5s) window, plus the planner's reads, plus the event writers.
+        return self.max_parallel + 4 * self.parallel_nodes + 8 + EVENT_WRITERS
 
     # The engine (evacuation/run.py) reads the target's fields from the options.
     @property
