@@ -8,7 +8,10 @@ evicted pods could come straight back (--taint taints it first, as 'taint'
 does).  Nothing is ever cordoned, and a cordon someone else set is left alone.
 Before anything is evicted on a node its plan is checked as a whole: a pod that
 needs --delete-emptydir-data or --force, or that several PDBs match, refuses the
-node.
+node.  A pod whose replacement could be scheduled on no node outside the run (a
+hostname pin, a local or zonal volume, a nodeName in its controller's template,
+nothing else untainted) is never evicted: the summary names it with the
+constraint, and it does not change the exit code.
 
 A NoExecute GPU taint deletes, through the taint-eviction controller, every pod that does not
 tolerate it, bypassing the Eviction API and every PodDisruptionBudget.  So --taint with a
