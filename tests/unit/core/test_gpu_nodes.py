@@ -4,16 +4,13 @@ docs/design.md "GPU nodes" pinned against the code, row by row.
 The node shapes are those of /work/shared/research/platforms.md §1 (labels and capacity as each platform
 writes them)."""
 
-import os
-import re
-
 import pytest
 
 from kubectl_gpuisolate.core import gpu
 
+from ..design_tables import code_names, design_rows
 from ..factories import node
 
-DESIGN = os.path.join(os.path.dirname(__file__), "..", "..", "..", "docs", "design.md")
 HEADING = "## GPU nodes"
 
 GKE = {"cloud.google.com/gke-accelerator": "nvidia-tesla-t4", "cloud.google.com/gke-nodepool": "gpu-pool"}
@@ -91,27 +88,11 @@ def test_a_node_without_metadata_or_status_has_no_signal():
 
 
 # -- the table in docs/design.md -------------------------------------------------------------------
-def design_rows():
-    with open(DESIGN, encoding="utf-8") as f:
-        lines = f.read().splitlines()
-    start = next(i for i, line in enumerate(lines) if line.startswith(HEADING))
-    table = []
-    for line in lines[start + 1:]:
-        if line.startswith("#"):
-            break
-        if line.startswith("|"):
-            table.append([cell.strip() for cell in line.strip().strip("|").split("|")])
-        elif table:
-            break
-    header, _, *rows = table
-    return [dict(zip(header, row)) for row in rows]
-
-
-ROWS = design_rows()
+ROWS = design_rows(HEADING)
 
 
 def test_the_table_names_every_rule_in_order():
-    names = [re.findall(r"`([^`]+)`", row["rule"]) for row in ROWS]
+    names = [code_names(row["rule"]) for row in ROWS]
     assert names == [[rule.__name__] for rule in gpu.NODE_RULES]
 
 
@@ -121,10 +102,10 @@ def test_each_signal_comes_from_the_row_that_documents_it(labels, capacity, code
     the_node = node("n", labels=labels, capacity=capacity)
     deciding = next(rule for rule in gpu.NODE_RULES if rule(the_node) is not None)
     row = next(r for r in ROWS if r["rule"] == f"`{deciding.__name__}`")
-    assert code in re.findall(r"`([^`]+)`", row["signal"])
+    assert code in code_names(row["signal"])
 
 
 def test_every_documented_signal_has_a_case():
-    documented = {code for row in ROWS for code in re.findall(r"`([^`]+)`", row["signal"])}
+    documented = {code for row in ROWS for code in code_names(row["signal"])}
     gone = gpu.node_signal(node("n", labels={"nvidia.com/gpu.present": "false"})).code
     assert documented == {c[2] for c in CASES if c[2]} | {gone}

@@ -5,6 +5,8 @@ import pytest
 
 from kubectl_gpuisolate.core import managers
 
+from ..design_tables import code_names, design_rows
+
 
 def node(name="n1", labels=None, annotations=None):
     return {"metadata": {"name": name, "labels": dict(labels or {}),
@@ -151,10 +153,5 @@ def test_rules_order_puts_the_specific_markers_first():
 
 
 def test_the_design_table_lists_the_rules_in_order():
-    import pathlib
-    import re
-
-    design = pathlib.Path(__file__).resolve().parents[3] / "docs" / "design.md"
-    section = design.read_text(encoding="utf-8").split("## Who owns the taint", 1)[1]
-    rows = re.findall(r"^\| `(\w+)` \|", section, re.M)
-    assert rows == [r.__name__ for r in managers.RULES]
+    rows = design_rows("## Who owns the taint")
+    assert [code_names(row["rule"]) for row in rows] == [[r.__name__] for r in managers.RULES]
