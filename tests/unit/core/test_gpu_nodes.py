@@ -4,16 +4,13 @@ docs/design.md "GPU nodes" pinned against the code, row by row.
 The node shapes are those of /work/shared/research/platforms.md §1 (labels and capacity as each platform
 writes them)."""
 
-import os
-import re
-
 import pytest
 
 from kubectl_gpuisolate.core import gpu
 
+from ..design_tables import code_names, design_rows
 from ..factories import node
 
-DESIGN = os.path.join(os.path.dirname(__file__), "..", "..", "..", "docs", "design.md")
 HEADING = "## GPU nodes"
 
 GKE = {"cloud.google.com/gke-accelerator": "nvidia-tesla-t4", "cloud.google.com/gke-nodepool": "gpu-pool"}
@@ -91,27 +88,11 @@ def test_a_node_without_metadata_or_status_has_no_signal():
 
 
 # -- the table in docs/design.md -------------------------------------------------------------------
-def design_rows():
-    with open(DESIGN, encoding="utf-8") as f:
-        lines = f.read().splitlines()
-    start = next(i for i, line in enumerate(lines) if line.startswith(HEADING))
-    table = []
-    for line in lines[start + 1:]:
-        if line.startswith("#"):
-            break
-        if line.startswith("|"):
-            table.append([cell.strip() for cell in line.strip().strip("|").split("|")])
-        elif table:
-            break
-    header, _, *rows = table
-    return [dict(zip(header, row)) for row in rows]
-
-
-ROWS = design_rows()
+ROWS = design_rows(HEADING)
 
 
 def test_the_table_names_every_rule_in_order():
-    names = [re.findall(r"`([^`]+)`", row["rule"]) for row in ROWS]
+    names = [code_names(row["rule"]) for row in ROWS]
     assert names == [[rule.__name__] for rule in gpu.NODE_RULES]
 
 
@@ -121,10 +102,49 @@ def test_each_signal_comes_from_the_row_that_documents_it(labels, capacity, code
     the_node = node("n", labels=labels, capacity=capacity)
     deciding = next(rule for rule in gpu.NODE_RULES if rule(the_node) is not None)
     row = next(r for r in ROWS if r["rule"] == f"`{deciding.__name__}`")
-    assert code in re.findall(r"`([^`]+)`", row["signal"])
+    assert code in code_names(row["signal"])
 
 
 def test_every_documented_signal_has_a_case():
-    documented = {code for row in ROWS for code in re.findall(r"`([^`]+)`", row["signal"])}
+    documented = {code for row in ROWS for code in code_names(row["signal"])}
     gone = gpu.node_signal(node("n", labels={"nvidia.com/gpu.present": "false"})).code
     assert documented == {c[2] for c in CASES if c[2]} | {gone}
+
+
+# -- _label_rule, the factory of the label rules ----------------------------------------------------
+# Called here, not only through the rules it built at import: a rule on one label, present (any
+# value), equal to a value, or a count > 0, with the code, the sentence and the function's name.
+LABEL_RULE_CASES = [
+    # (kwargs, labels, signal message or None, id)
+    ({}, {"x.io/gpu": "a100"}, "labelled x.io/gpu=a100 (Some platform)", "any-value"),
+    ({}, {"x.io/gpu": ""}, "labelled x.io/gpu= (Some platform)", "any-value-empty"),
+    ({}, {"x.io/gpu": "0"}, "labelled x.io/gpu=0 (Some platform)", "any-value-not-a-count"),
+    ({}, {"x.io/other": "a100"}, None, "absent"),
+    ({}, {}, None, "no-labels"),
+    ({"value": "nvidia"}, {"x.io/gpu": "nvidia"}, "labelled x.io/gpu=nvidia (Some platform)",
+     "value-equal"),
+    ({"value": "nvidia"}, {"x.io/gpu": "tpu"}, None, "value-other"),
+    ({"value": "nvidia"}, {"x.io/gpu": "Nvidia"}, None, "value-case"),
+    ({"value": "nvidia"}, {}, None, "value-absent"),
+    ({"count": True}, {"x.io/gpu": "1"}, "labelled x.io/gpu=1 (Some platform)", "count-one"),
+    ({"count": True}, {"x.io/gpu": "8"}, "labelled x.io/gpu=8 (Some platform)", "count-eight"),
+    ({"count": True}, {"x.io/gpu": "0"}, None, "count-zero"),
+    ({"count": True}, {"x.io/gpu": "-1"}, None, "count-negative"),
+    ({"count": True}, {"x.io/gpu": "many"}, None, "count-not-a-number"),
+    ({"count": True}, {}, None, "count-absent"),
+]
+
+
+@pytest.mark.parametrize("kwargs, labels, message", [c[:3] for c in LABEL_RULE_CASES],
+                         ids=[c[3] for c in LABEL_RULE_CASES])
+def test_label_rule(kwargs, labels, message):
+    rule = gpu._label_rule("some-gpu-label", "x.io/gpu", "Some platform", **kwargs)
+    found = rule(node("n", labels=labels))
+    expected = None if message is None else gpu.NodeSignal("some-gpu-label", message)
+    assert found == expected
+    assert rule.__name__ == "some_gpu_label"
+
+
+def test_label_rule_on_a_node_without_labels():
+    assert gpu._label_rule("c", "k", "P")({"metadata": {"name": "n", "labels": None}}) is None
+    assert gpu._label_rule("c", "k", "P")({}) is None

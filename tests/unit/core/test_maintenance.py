@@ -18,6 +18,7 @@ from kubectl_gpuisolate.core.taints import (
 )
 from kubectl_gpuisolate.errors import EXIT_USAGE, UsageError
 
+from ..design_tables import code_names, design_tables
 from ..factories import node
 
 PROVIDER_TAINTS = [
@@ -140,15 +141,9 @@ def test_who_else_is_draining_the_node(the_node, expected):
 
 
 def test_the_design_table_lists_the_maintenance_rules_in_order():
-    import os
-    import re
-    path = os.path.join(os.path.dirname(__file__), "..", "..", "..", "docs", "design.md")
-    with open(path, encoding="utf-8") as f:
-        text = f.read().split("## Other owners of a GPU node", 1)[1].split("\n## ", 1)[0]
-    rules = re.findall(r"^\| `([a-z_]+)` \|", text, flags=re.M)
-    assert rules == [rule.__name__ for rule in maintenance.MAINTENANCE_RULES]
-    rows = [[c.strip() for c in line.strip("|").split("|")] for line in text.splitlines()
-            if line.startswith("| `")]
-    keys = [k for first, second in rows if "`" not in second for k in re.findall(r"`([^`]+)`", first)]
+    owners, rules = design_tables("## Other owners of a GPU node")
+    assert [code_names(row["rule"]) for row in rules] == \
+        [[rule.__name__] for rule in maintenance.MAINTENANCE_RULES]
+    keys = [k for row in owners for k in code_names(row["key"])]
     assert {k.rstrip("*") for k in keys} == (set(maintenance.PROVIDER_KEYS)
                                              | {p for p, _ in maintenance.PROVIDER_PREFIXES})

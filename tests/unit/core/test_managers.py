@@ -5,6 +5,8 @@ import pytest
 
 from kubectl_gpuisolate.core import managers
 
+from ..design_tables import code_names, design_rows
+
 
 def node(name="n1", labels=None, annotations=None):
     return {"metadata": {"name": name, "labels": dict(labels or {}),
@@ -151,10 +153,123 @@ def test_rules_order_puts_the_specific_markers_first():
 
 
 def test_the_design_table_lists_the_rules_in_order():
-    import pathlib
-    import re
+    rows = design_rows("## Who owns the taint")
+    assert [code_names(row["rule"]) for row in rows] == [[r.__name__] for r in managers.RULES]
 
-    design = pathlib.Path(__file__).resolve().parents[3] / "docs" / "design.md"
-    section = design.read_text(encoding="utf-8").split("## Who owns the taint", 1)[1]
-    rows = re.findall(r"^\| `(\w+)` \|", section, re.M)
-    assert rows == [r.__name__ for r in managers.RULES]
+
+CAPI_MD_WHERE = ("the bootstrap template of MachineDeployment nkpnai-gpupool-1-z9mz6 (KubeadmConfigTemplate "
+                 "spec.template.spec.joinConfiguration.nodeRegistration.taints; NKP: the node pool's "
+                 "workerConfig.taints), or with Cluster API >= v1.12 and the MachineTaintPropagation gate, "
+                 "MachineDeployment nkpnai-gpupool-1-z9mz6 spec.template.spec.taints")
+NODEPOOL_GPU_WHERE = ("NodePool gpu spec.template.spec.taints (kubectl edit nodepool gpu; every node of the "
+                      "pool then drifts and is replaced)")
+CAPI_REVERTS = ("Cluster API propagates this pool's taints (propagation Always) and forces their values "
+                "back")
+OPENSHIFT_REVERTS = "the machine-api nodelink controller re-adds a MachineSet taint removed by hand"
+AKS_REVERTS = "taints set through the AKS node pool API cannot be changed from Kubernetes"
+
+
+def capi(**annotations):
+    return {"cluster.x-k8s.io/machine": "m-1", **{f"cluster.x-k8s.io/{k.replace('_', '-')}": v
+                                                   for k, v in annotations.items()}}
+
+
+def openshift_machine(value):
+    return {"machine.openshift.io/machine": value}
+
+
+M = managers.Manager
+EXACT_CASES = [
+    # (id, labels, annotations, the Manager, word for word)
+    ("capi-md", {}, CAPI, M("Cluster API MachineDeployment", "nkpnai-gpupool-1-z9mz6", CAPI_MD_WHERE,
+                            "machines", "")),
+    ("capi-md-owned", {}, dict(CAPI, **{"cluster.x-k8s.io/taints-from-machine": "nvidia.com/gpu:NoSchedule"}),
+     M("Cluster API MachineDeployment", "nkpnai-gpupool-1-z9mz6", CAPI_MD_WHERE, "machines", CAPI_REVERTS,
+       frozenset({"nvidia.com/gpu"}))),
+    ("capi-kcp", {}, capi(owner_kind="KubeadmControlPlane", owner_name="cp"),
+     M("Cluster API KubeadmControlPlane", "cp",
+       "the bootstrap template of KubeadmControlPlane cp (nodeRegistration.taints)", "machines", "")),
+    ("capi-kcp-owned", {}, capi(owner_kind="KubeadmControlPlane", owner_name="cp",
+                                taints_from_machine="a:NoSchedule"),
+     M("Cluster API KubeadmControlPlane", "cp",
+       "the bootstrap template of KubeadmControlPlane cp (nodeRegistration.taints)", "machines",
+       CAPI_REVERTS, frozenset({"a"}))),
+    ("capi-machine", {}, capi(),
+     M("Cluster API Machine", "m-1", "the bootstrap template of Machine m-1 (nodeRegistration.taints)",
+       "machines", "")),
+    ("capi-machineset-without-owner-name", {}, capi(owner_kind="MachineSet"),
+     M("Cluster API MachineSet", "m-1",
+       "the bootstrap template of MachineSet m-1 (nodeRegistration.taints)", "machines", "")),
+    # an annotation is free text: an odd owner kind is repeated as written, blanks and all
+    ("capi-odd-kind", {}, capi(owner_kind=" Machine Pool", owner_name="p"),
+     M("Cluster API  Machine Pool", "p",
+       "the bootstrap template of  Machine Pool p (nodeRegistration.taints)", "machines", "")),
+    ("karpenter", KARPENTER, {}, M("Karpenter NodePool", "gpu", NODEPOOL_GPU_WHERE, "nodes", "")),
+    ("eks-auto-mode", AUTO_MODE, {}, M("EKS Auto Mode NodePool", "gpu", NODEPOOL_GPU_WHERE, "nodes", "")),
+    ("gke", GKE, {}, M("GKE node pool", "gpu-pool", "the node pool: gcloud container node-pools update "
+                       "gpu-pool --cluster=CLUSTER --node-taints=TAINTS", "nodes", "")),
+    ("eks-mng", MNG, {}, M("EKS managed node group", "gpu-ng", "the node group: aws eks "
+                           "update-nodegroup-config --cluster-name CLUSTER --nodegroup-name gpu-ng --taints "
+                           "... (eksctl: managedNodeGroups[].taints)", "nodes", "")),
+    ("aks", AKS, {}, M("AKS node pool", "gpunp", "the AKS node pool: az aks nodepool update --cluster-name "
+                       "CLUSTER --resource-group GROUP --name gpunp --node-taints TAINTS", "nodes",
+                       AKS_REVERTS)),
+    ("openshift", {}, OPENSHIFT, M("OpenShift MachineSet", "gpu-worker", "MachineSet gpu-worker "
+                                   "spec.template.spec.taints (oc edit machineset -n openshift-machine-api "
+                                   "gpu-worker)", "machines", OPENSHIFT_REVERTS)),
+    # the Machine's name is what follows the last "/", with or without a namespace before it
+    ("openshift-no-namespace", {}, openshift_machine("gpu-worker-abc12"),
+     M("OpenShift MachineSet", "gpu-worker", "MachineSet gpu-worker spec.template.spec.taints (oc edit "
+       "machineset -n openshift-machine-api gpu-worker)", "machines", OPENSHIFT_REVERTS)),
+    ("openshift-two-slashes", {}, openshift_machine("a/openshift-machine-api/gpu-worker-abc12"),
+     M("OpenShift MachineSet", "gpu-worker", "MachineSet gpu-worker spec.template.spec.taints (oc edit "
+       "machineset -n openshift-machine-api gpu-worker)", "machines", OPENSHIFT_REVERTS)),
+    ("openshift-no-suffix", {}, openshift_machine("openshift-machine-api/worker"),
+     M("OpenShift MachineSet", "worker", "MachineSet worker spec.template.spec.taints (oc edit "
+       "machineset -n openshift-machine-api worker)", "machines", OPENSHIFT_REVERTS)),
+]
+
+
+@pytest.mark.parametrize("labels, annotations, expected", [c[1:] for c in EXACT_CASES],
+                         ids=[c[0] for c in EXACT_CASES])
+def test_each_manager_word_for_word(labels, annotations, expected):
+    assert managers.manager_of(node(labels=labels, annotations=annotations)) == expected
+
+
+@pytest.mark.parametrize("listed, keys", [
+    ("nvidia.com/gpu:NoSchedule", {"nvidia.com/gpu"}),
+    ("dedicated=gpu:NoSchedule, nvidia.com/gpu:NoSchedule", {"dedicated", "nvidia.com/gpu"}),
+    ("a:NoSchedule,b=1:NoExecute,c", {"a", "b", "c"}),
+    # the key ends at the first "=" or ":"
+    ("nvidia.com/gpu=a=b:NoSchedule", {"nvidia.com/gpu"}),
+    ("nvidia.com/gpu:NoSchedule:x", {"nvidia.com/gpu"}),
+    ("nvidia.com/gpu:a=b", {"nvidia.com/gpu"}),
+    (" , ,", set()),
+    (":NoSchedule", set()),
+    ("", set()),
+], ids=["one", "two-with-value", "no-blanks", "two-equals", "two-colons", "colon-first", "blank-items",
+        "no-key", "empty"])
+def test_the_keys_of_capis_tracking_annotation(listed, keys):
+    found = managers.manager_of(node(annotations=capi(taints_from_machine=listed)))
+    assert found.owned_keys == frozenset(keys)
+    assert found.reverts == (CAPI_REVERTS if keys else "")
+
+
+@pytest.mark.parametrize("names, pools", [
+    (["plain", "k"], ["gpu"]),
+    (["k", "k", "g"], ["gpu", "gpu-pool"]),
+    (["c", "plain", "c", "g", "k"], ["m-1", "gpu-pool", "gpu"]),
+], ids=["unmanaged-first", "seen-first", "mixed"])
+def test_pool_notes_go_on_past_unmanaged_nodes_and_seen_pools(names, pools):
+    kinds = {"plain": node("plain"), "k": node(labels=KARPENTER), "g": node(labels=GKE),
+             "c": node(annotations=capi())}
+    notes = managers.pool_notes([kinds[n] for n in names], "persist it in")
+    assert [note.split(" ", 2)[1] for note in notes] == pools
+
+
+def test_a_pool_note_word_for_word():
+    assert managers.pool_notes([node(annotations=OPENSHIFT)], "remove it from") == [
+        "pool gpu-worker (OpenShift MachineSet): a taint written here is lost when the machines are "
+        "replaced; remove it from MachineSet gpu-worker spec.template.spec.taints (oc edit machineset -n "
+        "openshift-machine-api gpu-worker); the machine-api nodelink controller re-adds a MachineSet taint "
+        "removed by hand"]

@@ -72,12 +72,29 @@ OTHER_NS_PDB = {"metadata": {"name": "db-pdb", "namespace": "default"},
     ({"namespace": "nai", "labels": {"app": "db"}, "owner_ref": None},
      (WHY_PDB, WHY_NO_CONTROLLER), ("nai-db-pdb",)),
     ({"phase": "Succeeded"}, (WHY_FINISHED,), ()),
+    ({"phase": "Failed"}, (WHY_FINISHED,), ()),
+    ({"phase": "Pending"}, (), ()),
 ], ids=["plain", "bare", "daemonset", "mirror", "gpu-request", "gpu-claim", "pdb", "pdb-bare",
-        "finished"])
+        "succeeded", "failed", "pending"])
 def test_deletions_say_why_each_pod_matters(kwargs, why, pdbs):
+    namespace = kwargs.get("namespace", "default")
     found = deletions([pod("p", **kwargs)], NOEXEC, [PDB, OTHER_NS_PDB])
-    assert [(d.ref, d.after, d.why, d.pdbs, d.lacks) for d in found] == \
-        [(f"{kwargs.get('namespace', 'default')}/p", 0, why, pdbs, str(NOEXEC))]
+    assert found == [Deletion(namespace, "p", f"uid-{namespace}-p", 0, why, pdbs, str(NOEXEC))]
+    assert found[0].ref == f"{namespace}/p"
+
+
+@pytest.mark.parametrize("the_pod", [{"metadata": {}, "spec": {}}, {"spec": None}, {}],
+                         ids=["empty-metadata", "no-metadata", "nothing"])
+def test_metadata_the_api_always_sets_is_empty_when_missing(the_pod):
+    """Never None: the report and the json document print these."""
+    assert deletions([the_pod], NOEXEC) == [
+        Deletion("", "", "", 0, (WHY_NO_CONTROLLER,), (), "nvidia.com/gpu=true:NoExecute")]
+
+
+def test_a_pdb_without_a_name_is_named_empty():
+    nameless = {"metadata": {"namespace": "nai"}, "spec": PDB["spec"]}
+    (found,) = deletions([pod("p", namespace="nai", labels={"app": "db"})], NOEXEC, [nameless, PDB])
+    assert (found.why, found.pdbs) == ((WHY_PDB,), ("", "nai-db-pdb"))
 
 
 def test_deletions_leave_out_tolerating_and_terminating_pods_and_keep_the_order():
@@ -95,7 +112,12 @@ def test_deletions_leave_out_tolerating_and_terminating_pods_and_keep_the_order(
     (Deletion("d", "p", "u", 0, (WHY_GPU, WHY_NO_CONTROLLER), (), "k:NoExecute"),
      "d/p (GPU consumer; no controller: would not be recreated): deleted at once; it does not "
      "tolerate k:NoExecute"),
-], ids=["pdb", "seconds", "two-reasons"])
+    (Deletion("nai", "nai-db-0", "u", 0, (WHY_PDB,), ("a-pdb", "b-pdb"), "k:NoExecute"),
+     "nai/nai-db-0 (PDB-guarded (a-pdb, b-pdb)): deleted at once; it does not tolerate k:NoExecute"),
+    (Deletion("d", "p", "u", 0, (WHY_DAEMONSET, WHY_MIRROR, WHY_FINISHED), (), "k=v:NoExecute"),
+     "d/p (DaemonSet pod (the DaemonSet recreates it and it is deleted again); mirror pod of a static "
+     "pod; finished pod: its logs go with it): deleted at once; it does not tolerate k=v:NoExecute"),
+], ids=["pdb", "seconds", "two-reasons", "two-pdbs", "the-other-reasons"])
 def test_describe(deletion, text):
     assert deletion.describe() == text
 

@@ -3,47 +3,21 @@
 The table is the rule chain's documentation: one row per rule, in order, then the final step.  This test
 parses it, so a rule added, removed or reordered in code but not in the table (or the other way) fails."""
 
-import os
-import re
-
 import pytest
 
 from kubectl_gpuisolate.core import planner
 from kubectl_gpuisolate.core.planner import PlanOptions
 from kubectl_gpuisolate.core.taints import effective_gpu_taints
 
+from ..design_tables import code_names, design_rows
 from ..factories import GPU_TAINT
 from .test_planner import DECISION_CASES, MANAGED
 
-DESIGN = os.path.join(os.path.dirname(__file__), "..", "..", "..", "docs", "design.md")
 HEADING = "## The planner's decisions"
 FINAL = "gated_or_move"
 
 
-def design_table():
-    """The rows of the first table under HEADING, as dicts keyed by the header's cells."""
-    with open(DESIGN, encoding="utf-8") as f:
-        lines = f.read().splitlines()
-    start = next(i for i, line in enumerate(lines) if line.startswith(HEADING))
-    table = []
-    for line in lines[start + 1:]:
-        if line.startswith("#"):
-            break
-        if line.startswith("|"):
-            table.append([cell.strip() for cell in line.strip().strip("|").split("|")])
-        elif table:
-            break
-    header, rule_line, *rows = table
-    assert set("".join(rule_line)) <= set("-: "), rule_line
-    return [dict(zip(header, row)) for row in rows]
-
-
-def code_names(cell):
-    """`a` / `b` -> ["a", "b"]"""
-    return re.findall(r"`([^`]+)`", cell)
-
-
-ROWS = design_table()
+ROWS = design_rows(HEADING)
 
 
 def row_rule(row):
