@@ -36,16 +36,10 @@ def apply_overrides(selected, options):
     if options.as_groups:
         user["as-groups"] = list(options.as_groups)
     if cluster.get("server") and "://" not in cluster["server"]:
-        cluster["server"] = _default_scheme(cluster, user) + cluster["server"]
+        # kubectl decides "is this TLS?" from the server alone, before it reads any CA or
+        # certificate: a server without a scheme is plain http (and a TLS port answers 400).
+        cluster["server"] = "http://" + cluster["server"]
     return dataclasses.replace(selected, cluster=cluster, user=user)
-
-
-def _default_scheme(cluster, user):
-    """client-go's DefaultServerURL: https when TLS is configured, else http."""
-    tls = any(cluster.get(k) for k in ("certificate-authority", "certificate-authority-data",
-                                       "insecure-skip-tls-verify"))
-    tls = tls or any(user.get(k) for k in ("client-certificate", "client-certificate-data"))
-    return "https://" if tls else "http://"
 
 
 def validate(selected):

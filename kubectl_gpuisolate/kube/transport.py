@@ -15,7 +15,7 @@ from urllib.parse import urlencode, urlsplit
 
 from .. import __version__
 from ..errors import ApiError, ConfigError, ConnectionFailed, ServerError, TooManyRequests, api_error
-from .auth import credentials_for, impersonation, ssl_context
+from .auth import Credentials, credentials_for, impersonation, ssl_context
 from .proxy import proxy_for
 from .retry import REQUESTS
 from .trace import Trace, Warnings
@@ -134,7 +134,9 @@ class Transport:
         self.selected = selected
         self.options = options
         self.server = selected.cluster["server"].rstrip("/")
-        self.credentials = credentials or credentials_for(selected)
+        # As kubectl: credentials are read only for an https server, never sent in clear text.
+        plain = urlsplit(self.server).scheme == "http" and not selected.in_cluster
+        self.credentials = credentials or (Credentials() if plain else credentials_for(selected))
         self.impersonation = impersonation(options.as_user, options.as_groups, selected.user,
                                            getattr(options, "as_uid", None))
         self.backoff, self.sleep, self.rng = backoff, sleep, rng
