@@ -7,6 +7,7 @@ of the two outcomes kubectl gives, so the suite cannot pass by both failing for 
 """
 
 import json
+import re
 import subprocess
 from pathlib import Path
 
@@ -158,3 +159,18 @@ def test_the_plugin_connects_as_kubectl_does(gpuisolate, material, tmp_path, mon
 def test_the_suite_has_the_shapes_it_promises():
     assert len(SHAPES) >= 45
     assert {o for _, o in SHAPES.values()} == {OK, FAIL}
+
+
+def test_v6_logs_each_request_as_kubectl_does(gpuisolate, material, tmp_path):
+    """The same klog line for the node list: verb, URL, status, latency; at -v=9 no credential."""
+    env = gpuisolate.env(KUBECONFIG=s.one(tmp_path, material, {"token": material["token"]}))
+    line = re.compile(r'^I\d{4} \d\d:\d\d:\d\d\.\d{6} +\d+ round_trippers\.go:\d+\] "Response" verb="GET" '
+                      r'url="' + re.escape(material["server"]) + r'/api/v1/nodes\?limit=500" '
+                      r'status="200 OK" milliseconds=\d+$', re.M)
+    oracle = run(["kubectl", "-v=6", "get", "nodes", "-o", "name"], env, tmp_path)
+    ours = run(["kubectl", "gpuisolate", "status", "-v=6"], env, tmp_path)
+    assert line.search(oracle.stderr) and line.search(ours.stderr), ours.stderr[-1500:]
+    loud = run(["kubectl", "gpuisolate", "status", "--v=9"], env, tmp_path)
+    assert loud.returncode == 0 and '"Response Body"' in loud.stderr
+    assert material["token"] not in loud.stderr + loud.stdout
+    assert "Authorization: Bearer <masked>" in loud.stderr
