@@ -304,14 +304,28 @@ EXEC = {
 }
 
 
-def _cert_plugin(m, tmp):
+def _cert_plugin(m, tmp, api_version=V1):
     answer = tmp / "answer.json"
-    answer.write_text(credential(V1, clientCertificateData=Path(m["crt"]).read_text(),
+    answer.write_text(credential(api_version, clientCertificateData=Path(m["crt"]).read_text(),
                                  clientKeyData=Path(m["key"]).read_text()))
     return plugin(tmp, "cred", f"cat '{answer}'\n")
 
 
-EXEC_OK = {"exec-v1-env-args", "exec-v1beta1-no-interactive-mode", "exec-v1-cluster-info",
+EXEC.update({
+    "exec-v1beta1-env-args": lambda m, t: {
+        "apiVersion": V1BETA1, "args": ["--mode", "ok"], "env": [{"name": "GPUI_WANT", "value": "yes"}],
+        "command": token_plugin(t, m, V1BETA1, check='[ "$GPUI_WANT" = yes ] && [ "$1 $2" = "--mode ok" ]')},
+    "exec-v1beta1-returns-certificate": lambda m, t: {
+        "apiVersion": V1BETA1, "interactiveMode": "Never", "command": _cert_plugin(m, t, V1BETA1)},
+    "exec-v1beta1-failing": lambda m, t: {
+        "apiVersion": V1BETA1, "command": plugin(t, "cred", "exit 1\n")},
+    "exec-v1beta1-missing": lambda m, t: {
+        "apiVersion": V1BETA1, "command": str(t / "not-there"), "installHint": "ask the platform team"},
+    "exec-v1beta1-env-without-name": lambda m, t: {
+        "apiVersion": V1BETA1, "command": token_plugin(t, m, V1BETA1), "env": [{"value": "x"}]},
+})
+
+EXEC_OK = {"exec-v1beta1-env-args", "exec-v1beta1-returns-certificate", "exec-v1-env-args", "exec-v1beta1-no-interactive-mode", "exec-v1-cluster-info",
            "exec-v1beta1-cluster-info", "exec-no-cluster-info-unasked", "exec-returns-certificate"}
 
 
