@@ -81,7 +81,7 @@ def run(conf, cluster, context_name):
     env["KUBERNETES_EXEC_INFO"] = json.dumps(exec_info(conf, cluster, interactive))
     try:
         proc = subprocess.run([command] + list(conf.get("args") or ()), env=env,
-                              stdin=None if interactive else subprocess.DEVNULL,
+                              stdin=sys.stdin if interactive else subprocess.DEVNULL,
                               stdout=subprocess.PIPE,
                               stderr=None if interactive else subprocess.PIPE, timeout=TIMEOUT)
     except (FileNotFoundError, PermissionError) as exc:

@@ -113,8 +113,11 @@ def _proxy_manager(proxy, kwargs):
     if scheme in ("http", "https"):
         return urllib3.ProxyManager(proxy, num_pools=1, **kwargs)
     if scheme in ("socks5", "socks5h"):
+        import warnings
         try:
-            from urllib3.contrib.socks import SOCKSProxyManager
+            with warnings.catch_warnings():       # urllib3 warns, then raises, without PySocks
+                warnings.simplefilter("ignore")
+                from urllib3.contrib.socks import SOCKSProxyManager
         except ImportError:
             raise ConfigError(f"proxy {proxy}: a socks5 proxy needs the PySocks package "
                               "(pip install PySocks); or use an http(s) proxy") from None

@@ -325,7 +325,8 @@ EXEC.update({
         "apiVersion": V1BETA1, "command": token_plugin(t, m, V1BETA1), "env": [{"value": "x"}]},
 })
 
-EXEC_OK = {"exec-v1beta1-env-args", "exec-v1beta1-returns-certificate", "exec-v1-env-args", "exec-v1beta1-no-interactive-mode", "exec-v1-cluster-info",
+EXEC_OK = {"exec-v1beta1-env-args", "exec-v1beta1-returns-certificate", "exec-v1-env-args",
+           "exec-v1beta1-no-interactive-mode", "exec-v1-cluster-info",
            "exec-v1beta1-cluster-info", "exec-no-cluster-info-unasked", "exec-returns-certificate"}
 
 
