@@ -201,6 +201,34 @@ def no_current_context(m, tmp):
                                {"x": {"cluster": "c", "user": "u"}}))
 
 
+def cluster_flag(m, tmp):
+    clusters = {"bad": {"server": m["closed"]},
+                "good": {"server": m["server"], "certificate-authority": m["ca"]}}
+    path = write_config(tmp / "kc", clusters, {"u": {"token": m["token"]}},
+                        {"x": {"cluster": "bad", "user": "u"}}, "x")
+    return ["--cluster", "good"], kc(path)
+
+
+def kubeconfig_flag_over_env(m, tmp):
+    (tmp / "bad").write_text("clusters: [\n")
+    return ["--kubeconfig", one(tmp, m, {"token": m["token"]})], kc(tmp / "bad")
+
+
+def kubeconfig_flag_missing(m, tmp):
+    return ["--kubeconfig", str(tmp / "nope")], kc(one(tmp, m, {"token": m["token"]}))
+
+
+def token_file_missing(m, tmp):
+    return [], kc(one(tmp, m, {"tokenFile": str(tmp / "nope")}))
+
+
+def exec_user_in_second_file(m, tmp):
+    first = write_config(tmp / "a", {}, {}, {"x": {"cluster": "c", "user": "u"}}, "x")
+    second = one(tmp, m, {"exec": {"apiVersion": V1, "interactiveMode": "Never",
+                                   "command": token_plugin(tmp, m)}}, name="b")
+    return [], kc(os.pathsep.join([first, second]))
+
+
 def anonymous(m, tmp):
     return [], kc(one(tmp, m, {}))
 
