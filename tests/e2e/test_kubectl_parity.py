@@ -11,6 +11,7 @@ import re
 import subprocess
 from pathlib import Path
 
+import parity_exec as x
 import parity_shapes as s
 import pytest
 from sandbox_helpers import GPU_NODES, unanswering_servers
@@ -42,7 +43,7 @@ SHAPES = {
     "kubeconfig-flag-over-env": (s.kubeconfig_flag_over_env, OK),
     "kubeconfig-flag-missing-file": (s.kubeconfig_flag_missing, FAIL),
     "token-file-missing": (s.token_file_missing, FAIL),
-    "exec-user-in-second-file": (s.exec_user_in_second_file, OK),
+    "exec-user-in-second-file": (x.exec_user_in_second_file, OK),
     "ca-twice": (s.ca_twice, FAIL),
     "ca-data": (s.ca_data, OK),
     "no-ca": (s.no_ca, FAIL),
@@ -54,8 +55,8 @@ SHAPES = {
     "key-data-and-file": (s.key_data_and_file, FAIL),
     "cert-without-key": (s.cert_without_key, FAIL),
     "key-without-cert-unused": (s.key_without_cert, OK),
-    **{name: (s.exec_user(conf), OK if name in s.EXEC_OK else FAIL) for name, conf in s.EXEC.items()},
-    "token-beats-exec": (s.token_beats_exec, OK),
+    **{name: (x.exec_user(conf), OK if name in x.EXEC_OK else FAIL) for name, conf in x.EXEC.items()},
+    "token-beats-exec": (x.token_beats_exec, OK),
     "impersonation-in-file": (s.impersonation_file, OK),
     "impersonation-in-file-unprivileged": (s.impersonation_file_unprivileged, FAIL),
     "as-flag": (s.with_token(["--as", "jane", "--as-group", "system:masters"]), OK),
