@@ -13,7 +13,7 @@ import sys
 from . import __version__, interrupts
 from .commands.common import IO
 from .completion.registry import RecordingParser
-from .errors import EXIT_INTERNAL, EXIT_SIGINT, EXIT_SIGTERM, EXIT_USAGE, GpuIsolateError
+from .errors import EXIT_INTERNAL, EXIT_SIGINT, EXIT_SIGTERM, EXIT_USAGE, ApiError, GpuIsolateError
 from .flags import add_connection_flags
 
 PROG = "kubectl gpuisolate"
@@ -98,7 +98,12 @@ def _run(args):
     if options.connection is not None:
         from .kube import connect
         kube = connect(options.connection, pool_size=options.pool_size)
-    return args.run(options, kube, IO(out=sys.stdout, err=sys.stderr))
+    code = args.run(options, kube, IO(out=sys.stdout, err=sys.stderr))
+    # As kubectl's --warnings-as-errors: the command ran, then the server's warnings fail it.
+    count = getattr(kube, "warning_count", lambda: 0)()
+    if count and options.connection.warnings_as_errors:
+        raise ApiError(f"{count} warning{'s' if count > 1 else ''} received")
+    return code
 
 
 def entry_point():

@@ -13,10 +13,13 @@ account, impersonation with several groups) is handled here so that a plain
 ``status`` does not pay the client's import cost.
 
 Layers, each using only the ones before it: ``config`` (finding and merging
-kubeconfig files, the in-cluster config), ``x509`` (certificate dates), ``auth``
-(the one Credentials interface: kubeconfig user, auth-provider, in-cluster;
-impersonation; TLS), ``retry`` (the one Backoff and its instances),
-``transport`` (requests, retries, error mapping, pagination), ``api`` (``Kube``,
+kubeconfig files, the in-cluster config), ``rules`` (kubectl's global flags over the
+selected cluster and user, and client-go's validation), ``x509`` (certificate dates),
+``exec_plugin`` (exec credential plugins as client-go runs them), ``auth`` (the one
+Credentials interface: kubeconfig user, auth-provider, in-cluster; impersonation; TLS),
+``proxy`` (the proxy as Go chooses it), ``retry`` (the one Backoff and its instances),
+``trace`` (-v logs, the server's warnings), ``transport`` (requests, retries, error
+mapping, pagination), ``api`` (``Kube``,
 which has a Transport and offers only the calls below, and ``connect``), then
 ``nodes`` (finding the GPU nodes, writing their taints) and ``gather`` (the
 facts the planner needs), which use only ``api``'s calls.

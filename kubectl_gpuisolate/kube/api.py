@@ -48,6 +48,10 @@ class Kube:
         self._transport = transport
         self._sleep, self._rng = sleep, rng
 
+    def warning_count(self):
+        """How many distinct Warning headers the server sent (for --warnings-as-errors)."""
+        return self._transport.warnings.count
+
     # -- nodes ---------------------------------------------------------------------------------
     def list_nodes(self, selector=None, *, limit=None, retry=True):
         """One page of nodes (``limit``) or all of them; ``retry=False`` for completion,
@@ -269,17 +273,22 @@ def merge_patch(target, patch):
 
 
 def connect(options, *, pool_size=10):
-    """Loads the kubeconfig (or, in a pod without one, the in-cluster config) and returns a Kube."""
+    """Loads the kubeconfig (or, in a pod without one, the in-cluster config), applies the
+    connection flags and kubectl's checks, and returns a Kube."""
     from . import config as kubeconfig
+    from . import rules
 
     paths = kubeconfig.find_paths(options.kubeconfig)
-    if paths:
+    if paths or options.server:
         selected = kubeconfig.select(kubeconfig.merge(paths), context=options.context,
                                      cluster=options.cluster, user=options.user,
-                                     namespace=options.namespace)
+                                     namespace=options.namespace, server=options.server)
     elif os.environ.get("KUBERNETES_SERVICE_HOST"):
         selected = kubeconfig.in_cluster(options.namespace)
     else:
         raise ConfigError("no kubeconfig found: set KUBECONFIG, pass --kubeconfig, "
                           "or create ~/.kube/config")
+    if not selected.in_cluster:
+        selected = rules.apply_overrides(selected, options)
+    rules.validate(selected)
     return Kube(Transport(selected, options, pool_size=pool_size))

@@ -1,27 +1,23 @@
-"""Who the requests are sent as: credentials, impersonation, the TLS context and the proxy.
+"""Who the requests are sent as: credentials, impersonation and the TLS context.
 
 Owns the one ``Credentials`` interface (``headers()``, ``client_cert()``, ``refresh()``) and its
 three kinds: ``KubeconfigUser`` (tokens inline, in a tokenFile or from an exec plugin with its
 expiry; basic auth; client certificates inline, in files or from exec plugins, with an early
 check of their dates), ``AuthProvider`` (legacy auth-provider plugins, delegated to the
 ``kubernetes`` package, imported only for them) and ``InCluster`` (the pod's service-account
-token, re-read as it rotates).  Also impersonation headers, the cluster's certificate
-authority and the proxy to reach it.  Nothing here sends a request.
+token, re-read as it rotates).  Also impersonation headers and the cluster's certificate
+authority.  Nothing here sends a request.  Exec plugins are run by ``exec_plugin``.
 """
 
 import base64
-import json
 import os
 import ssl
-import subprocess
-import sys
 import tempfile
 import threading
 import time
-from urllib.parse import urlsplit
 
 from ..errors import ConfigError
-from . import config
+from . import config, exec_plugin
 
 TOKEN_MAX_AGE = 60.0        # seconds; projected service-account tokens rotate (kubelet: hourly)
 
@@ -50,22 +46,29 @@ def credentials_for(selected):
         return InCluster()
     if selected.user.get("auth-provider"):
         return AuthProvider(selected)
-    return KubeconfigUser(selected.user, selected.context)
+    return KubeconfigUser(selected.user, selected.context, selected.cluster)
 
 
-def impersonation(as_user, as_groups, user):
-    """(header, value) pairs: --as/--as-group, else the kubeconfig user's as/as-groups."""
+def impersonation(as_user, as_groups, user, as_uid=None):
+    """(header, value) pairs: --as/--as-group/--as-uid, else the kubeconfig user's
+    as/as-groups/as-uid and as-user-extra."""
     name = as_user or user.get("as")
     groups = tuple(as_groups or ()) or tuple(user.get("as-groups") or ())
-    return ([("Impersonate-User", name)] if name else []) + [("Impersonate-Group", g) for g in groups]
+    uid = as_uid or user.get("as-uid")
+    pairs = ([("Impersonate-User", name)] if name else []) + [("Impersonate-Group", g) for g in groups]
+    pairs += [("Impersonate-Uid", uid)] if uid else []
+    for key, values in sorted((user.get("as-user-extra") or {}).items()):
+        pairs += [(f"Impersonate-Extra-{key}", v) for v in values or ()]
+    return pairs
 
 
 class KubeconfigUser(Credentials):
     """Authorization headers and client certificates of one kubeconfig user."""
 
-    def __init__(self, user, context_name):
+    def __init__(self, user, context_name, cluster=None):
         self.user = user or {}
         self.context_name = context_name
+        self.cluster = cluster or {}
         self._exec_cache = None
         self._lock = threading.Lock()
 
@@ -73,43 +76,21 @@ class KubeconfigUser(Credentials):
         """Forgets exec credentials so the next request runs the plugin again."""
         with self._lock:
             self._exec_cache = None
-        return bool(self.user.get("exec"))
+        return self.exec_used()
 
-    def _run_exec(self):
-        conf = self.user["exec"]
-        command = conf.get("command")
-        if not command:
-            raise ConfigError(f'exec plugin of context "{self.context_name}" has no command')
-        env = dict(os.environ)
-        for item in conf.get("env") or ():
-            env[item.get("name", "")] = item.get("value", "")
-        api_version = conf.get("apiVersion") or "client.authentication.k8s.io/v1"
-        env["KUBERNETES_EXEC_INFO"] = json.dumps({
-            "apiVersion": api_version, "kind": "ExecCredential",
-            "spec": {"interactive": False}})
-        try:
-            proc = subprocess.run([command] + list(conf.get("args") or ()), env=env,
-                                  stdin=subprocess.DEVNULL, capture_output=True, timeout=60)
-        except FileNotFoundError:
-            hint = (conf.get("installHint") or "").strip().splitlines()
-            raise ConfigError(f"exec plugin {command!r} of context \"{self.context_name}\" not found"
-                              + (f": {hint[0]}" if hint else "; install it or fix the kubeconfig")) from None
-        except subprocess.TimeoutExpired:
-            raise ConfigError(f"exec plugin {command!r} did not finish within 60s") from None
-        if proc.returncode != 0:
-            raise ConfigError(f"exec plugin {command!r} of context \"{self.context_name}\" failed "
-                              f"with exit code {proc.returncode}; run it by hand to see why")
-        try:
-            status = json.loads(proc.stdout).get("status") or {}
-        except (ValueError, AttributeError):
-            raise ConfigError(f"exec plugin {command!r} printed no ExecCredential JSON") from None
-        return status
+    def exec_used(self):
+        """client-go runs the exec plugin only when the user has no token, tokenFile, basic
+        auth or client certificate of its own: those win, and the plugin never runs."""
+        user = self.user
+        own = (user.get("token") or user.get("tokenFile") or user.get("username") or user.get("password")
+               or user.get("client-certificate") or user.get("client-certificate-data"))
+        return bool(user.get("exec")) and not own
 
     def exec_status(self):
         with self._lock:
             cached = self._exec_cache
             if cached is None or (cached[1] and cached[1] <= time.time()):
-                status = self._run_exec()
+                status = exec_plugin.run(self.user["exec"], self.cluster, self.context_name)
                 expiry = parse_rfc3339(status.get("expirationTimestamp"))
                 self._exec_cache = cached = (status, expiry)
             return cached[0]
@@ -124,8 +105,8 @@ class KubeconfigUser(Credentials):
                     token = handle.read().strip()
             except OSError as exc:
                 raise ConfigError(f"cannot read tokenFile {user['tokenFile']}: {exc.strerror}") from exc
-        if user.get("exec"):
-            token = self.exec_status().get("token") or token
+        if self.exec_used():
+            token = self.exec_status().get("token")
         if token:
             headers["Authorization"] = f"Bearer {token}"
         elif user.get("username") is not None and user.get("password") is not None:
@@ -136,20 +117,34 @@ class KubeconfigUser(Credentials):
     def client_cert(self):
         """(cert_pem_or_path, key_pem_or_path, is_data) or None."""
         user = self.user
-        if user.get("exec") and not (user.get("client-certificate") or user.get("client-certificate-data")):
+        if self.exec_used():
             status = self.exec_status()
             if status.get("clientCertificateData") and status.get("clientKeyData"):
                 return status["clientCertificateData"], status["clientKeyData"], True
-        if user.get("client-certificate-data") or user.get("client-key-data"):
-            return (b64(user.get("client-certificate-data"), "client-certificate-data"),
-                    b64(user.get("client-key-data"), "client-key-data"), True)
-        if user.get("client-certificate") or user.get("client-key"):
+            return None
+        # rules.validate has checked the pair; a key without a certificate is unused, as in client-go
+        if user.get("client-certificate-data"):
+            key = user.get("client-key-data")
+            return (b64(user["client-certificate-data"], "client-certificate-data"),
+                    b64(key, "client-key-data") if key else _read_text(user["client-key"]), True)
+        if user.get("client-certificate"):
+            if user.get("client-key-data"):
+                return (_read_text(user["client-certificate"]),
+                        b64(user["client-key-data"], "client-key-data"), True)
             for key in ("client-certificate", "client-key"):
                 if not user.get(key) or not os.path.isfile(user[key]):
                     raise ConfigError(f"{key} file {user.get(key) or '(missing)'} of context "
                                       f'"{self.context_name}" not found; fix the kubeconfig')
             return user["client-certificate"], user["client-key"], False
         return None
+
+
+def _read_text(path):
+    try:
+        with open(path, encoding="ascii", errors="replace") as handle:
+            return handle.read()
+    except OSError as exc:
+        raise ConfigError(f"cannot read {path}: {exc.strerror}") from None
 
 
 class AuthProvider(KubeconfigUser):
@@ -301,17 +296,3 @@ def _check_cert_dates(cert_value, is_data, context_name):
     if now < dates[0]:
         raise ConfigError(f'the client certificate of context "{context_name}" is not valid before '
                           f"{time.strftime(when, time.gmtime(dates[0]))}; check this machine's clock")
-
-
-def proxy_for(server, cluster):
-    if cluster.get("proxy-url"):
-        return cluster["proxy-url"]
-    if (os.name == "posix" and sys.platform != "darwin"
-            and not any(name.lower().endswith("_proxy") for name in os.environ)):
-        return None     # no *_proxy variable: all getproxies() reads here (spares its import)
-    import urllib.request
-    host = urlsplit(server).hostname or ""
-    proxies = urllib.request.getproxies()
-    if proxies.get("https") and not urllib.request.proxy_bypass(host):
-        return proxies["https"]
-    return None

@@ -53,14 +53,19 @@ def find_paths(explicit=None, environ=None):
     """The kubeconfig files to read, in precedence order."""
     environ = os.environ if environ is None else environ
     if explicit:
-        if not os.path.isfile(explicit):
+        if not _is_file(explicit):
             raise ConfigError(f"kubeconfig file {explicit} not found; check --kubeconfig")
         return [explicit]
     if environ.get("KUBECONFIG"):
         paths = [p for p in environ["KUBECONFIG"].split(os.pathsep) if p]
-        return [p for p in dict.fromkeys(paths) if os.path.isfile(p)]
+        return [p for p in dict.fromkeys(paths) if _is_file(p)]
     home = os.path.join(os.path.expanduser("~"), ".kube", "config")
     return [home] if os.path.isfile(home) else []
+
+
+def _is_file(path):
+    """A file kubectl would read: anything that exists and is not a directory (/dev/null too)."""
+    return os.path.exists(path) and not os.path.isdir(path)
 
 
 def _read(path):
@@ -129,12 +134,13 @@ def merge(paths):
     return merged
 
 
-def select(merged, *, context=None, cluster=None, user=None, namespace=None):
-    """Applies --context/--cluster/--user/--namespace to the merged config."""
+def select(merged, *, context=None, cluster=None, user=None, namespace=None, server=None):
+    """Applies --context/--cluster/--user/--namespace to the merged config; with ``server``
+    (--server), a context or cluster is not needed, as in kubectl."""
     where = ", ".join(merged.paths) or "(none)"
     name = context or merged.current_context
     if not name:
-        if not (cluster and user):
+        if not (cluster and user) and not server:
             raise ConfigError(f"no current context in kubeconfig {where}; pass --context "
                               "(or run 'kubectl config use-context NAME')")
         ctx = {}
@@ -145,12 +151,12 @@ def select(merged, *, context=None, cluster=None, user=None, namespace=None):
         ctx = merged.contexts[name]
     cluster_name = cluster or ctx.get("cluster", "")
     user_name = user if user is not None else ctx.get("user", "")
-    if cluster_name not in merged.clusters:
+    if cluster_name not in merged.clusters and not (server and not cluster):
         raise ConfigError(f'cluster "{cluster_name}" of context "{name}" not found in kubeconfig {where}')
     if user_name and user_name not in merged.users:
         raise ConfigError(f'user "{user_name}" of context "{name}" not found in kubeconfig {where}')
-    cluster_conf = merged.clusters[cluster_name]
-    if not cluster_conf.get("server"):
+    cluster_conf = merged.clusters.get(cluster_name, {})
+    if not cluster_conf.get("server") and not server:
         raise ConfigError(f'cluster "{cluster_name}" in kubeconfig {where} has no server')
     return Selected(context=name or "", cluster_name=cluster_name, user_name=user_name,
                     cluster=cluster_conf, user=merged.users.get(user_name, {}),

@@ -15,8 +15,10 @@ from urllib.parse import urlencode, urlsplit
 
 from .. import __version__
 from ..errors import ApiError, ConfigError, ConnectionFailed, ServerError, TooManyRequests, api_error
-from .auth import credentials_for, impersonation, proxy_for, ssl_context
+from .auth import Credentials, credentials_for, impersonation, ssl_context
+from .proxy import proxy_for
 from .retry import REQUESTS
+from .trace import Trace, Warnings
 
 USER_AGENT = f"kubectl-gpuisolate/{__version__}"
 LIST_CHUNK = 500
@@ -103,6 +105,27 @@ def short(exc):
     return text.split(": ")[-1][:120]
 
 
+def _proxy_manager(proxy, kwargs):
+    """The pool through an http(s) proxy, or a SOCKS5 one when PySocks is installed."""
+    import urllib3
+
+    scheme = urlsplit(proxy).scheme
+    if scheme in ("http", "https"):
+        return urllib3.ProxyManager(proxy, num_pools=1, **kwargs)
+    if scheme in ("socks5", "socks5h"):
+        import warnings
+        try:
+            with warnings.catch_warnings():       # urllib3 warns, then raises, without PySocks
+                warnings.simplefilter("ignore")
+                from urllib3.contrib.socks import SOCKSProxyManager
+        except ImportError:
+            raise ConfigError(f"proxy {proxy}: a socks5 proxy needs the PySocks package "
+                              "(pip install PySocks); or use an http(s) proxy") from None
+        kwargs = {k: v for k, v in kwargs.items() if k not in ("server_hostname", "assert_hostname")}
+        return SOCKSProxyManager(proxy, num_pools=1, **kwargs)
+    raise ConfigError(f"proxy {proxy} is not supported; use an http(s) or socks5 proxy")
+
+
 class Transport:
     """A connection to one API server, with the credentials of the selected context.
 
@@ -114,9 +137,15 @@ class Transport:
         self.selected = selected
         self.options = options
         self.server = selected.cluster["server"].rstrip("/")
-        self.credentials = credentials or credentials_for(selected)
-        self.impersonation = impersonation(options.as_user, options.as_groups, selected.user)
+        # As kubectl: credentials are read only for an https server, never sent in clear text.
+        plain = urlsplit(self.server).scheme == "http" and not selected.in_cluster
+        self.credentials = credentials or (Credentials() if plain else credentials_for(selected))
+        self.impersonation = impersonation(options.as_user, options.as_groups, selected.user,
+                                           getattr(options, "as_uid", None))
         self.backoff, self.sleep, self.rng = backoff, sleep, rng
+        self.trace = Trace(getattr(options, "verbosity", 0))
+        self.warnings = Warnings()
+        self.compress = not selected.cluster.get("disable-compression")
         self._pool = self._make_pool(pool_size)
 
     # -- connection ------------------------------------------------------------------------------
@@ -132,19 +161,22 @@ class Transport:
         kwargs = dict(maxsize=pool_size, block=True, retries=False, timeout=self._timeout)
         if url.scheme == "https":
             kwargs["ssl_context"] = ssl_context(self.selected.cluster, self.credentials)
+            if self.selected.cluster.get("insecure-skip-tls-verify"):
+                # asked for on purpose, as in kubectl: no urllib3 warning on every request
+                urllib3.disable_warnings(urllib3.exceptions.InsecureRequestWarning)
             if self.selected.cluster.get("tls-server-name"):
                 kwargs["server_hostname"] = self.selected.cluster["tls-server-name"]
                 kwargs["assert_hostname"] = self.selected.cluster["tls-server-name"]
         if proxy:
-            if not proxy.startswith(("http://", "https://")):
-                raise ConfigError(f"proxy {proxy} is not supported; use an http(s) proxy")
-            return urllib3.ProxyManager(proxy, num_pools=1, **kwargs)
+            return _proxy_manager(proxy, kwargs)
         return urllib3.PoolManager(num_pools=1, **kwargs)
 
     def _headers(self, content_type=None):
         from urllib3 import HTTPHeaderDict
 
         headers = HTTPHeaderDict({"User-Agent": USER_AGENT, "Accept": "application/json"})
+        if self.compress:
+            headers["Accept-Encoding"] = "gzip"     # as Go's transport, unless disable-compression
         if content_type:
             headers["Content-Type"] = content_type
         headers.update(self.credentials.headers())
@@ -195,24 +227,38 @@ class Transport:
         import urllib3
 
         headers = self._headers(content_type if data else None)
+        started = self.trace.request(method, url, headers)
         try:
             raw = self._pool.request(method, url, body=data, headers=headers,
                                      timeout=timeout or self._timeout,
                                      preload_content=not stream, redirect=False)
-        except urllib3.exceptions.SSLError as exc:
-            raise TlsFailed(f"TLS verification of {self.server} failed ({short(exc)}); "
-                            "check certificate-authority in the kubeconfig") from None
-        except urllib3.exceptions.NewConnectionError as exc:
-            # Checked first: urllib3 2 makes it a subclass of the timeout errors.
-            raise self._unreachable(exc, what) from None
-        except (urllib3.exceptions.TimeoutError, urllib3.exceptions.ReadTimeoutError):
-            raise ConnectionFailed(f"the API server {self.server} did not answer in time while "
-                                   f"{what}; raise --request-timeout or check the server") from None
         except urllib3.exceptions.HTTPError as exc:
-            raise self._unreachable(exc, what) from None
+            self.trace.failure(method, url, started, short(exc))
+            raise self._failed(exc, what) from None
+        self.warnings.handle(raw.headers)
+        self.trace.response(method, url, raw.status, getattr(raw, "reason", ""), started,
+                            None if stream else raw.data)
         if stream and 200 <= raw.status < 300:
             return raw
         return Response(raw.status, raw.headers, raw.data)
+
+    def _failed(self, exc, what):
+        """The ConnectionFailed (or TlsFailed) of a request that got no answer."""
+        import urllib3
+
+        try:
+            raise exc
+        except urllib3.exceptions.SSLError:
+            return TlsFailed(f"TLS verification of {self.server} failed ({short(exc)}); "
+                             "check certificate-authority in the kubeconfig")
+        except urllib3.exceptions.NewConnectionError:
+            # Checked first: urllib3 2 makes it a subclass of the timeout errors.
+            return self._unreachable(exc, what)
+        except (urllib3.exceptions.TimeoutError, urllib3.exceptions.ReadTimeoutError):
+            return ConnectionFailed(f"the API server {self.server} did not answer in time while "
+                                    f"{what}; raise --request-timeout or check the server")
+        except urllib3.exceptions.HTTPError:
+            return self._unreachable(exc, what)
 
     def _unreachable(self, exc, what):
         return ConnectionFailed(f"cannot reach the API server {self.server} while {what} "

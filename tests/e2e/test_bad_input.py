@@ -47,7 +47,7 @@ class Env:
     def exec_user(self, script):
         command = self.file("credential-helper", "#!/bin/sh\n" + script, 0o755)
         return {"exec": {"apiVersion": "client.authentication.k8s.io/v1", "command": command,
-                         "interactionMode": "Never"}}
+                         "interactiveMode": "Never"}}
 
 
 def _kc(**kw):
@@ -152,12 +152,13 @@ CASES = [
     ("exec-plugin-fails", 3, ["failed with exit code 3", "run it by hand"],
      lambda env: env.kubeconfig(env.exec_user("echo 'login expired' >&2\nexit 3\n"))),
     ("exec-plugin-missing", 3, ["not found"],
-     lambda env: env.kubeconfig({"exec": {"command": "gpuisolate-no-such-helper",
+     lambda env: env.kubeconfig({"exec": {"command": "gpuisolate-no-such-helper", "interactiveMode": "Never",
                                           "apiVersion": "client.authentication.k8s.io/v1"}})),
     ("exec-plugin-garbage", 3, ["printed no ExecCredential JSON"],
      lambda env: env.kubeconfig(env.exec_user("echo 'this is not JSON'\n"))),
     ("client-cert-expired", 3, ["expired on 2020-01-02", "renew it"], _expired),
-    ("client-cert-file-missing", 3, ["client-certificate file /nonexistent.crt", "fix the kubeconfig"],
+    ("client-cert-file-missing", 3, ["unable to read client-cert /nonexistent.crt for u",
+                                     "unable to read client-key /nonexistent.key for u"],
      lambda env: env.kubeconfig({"client-certificate": "/nonexistent.crt",
                                  "client-key": "/nonexistent.key"})),
     ("client-key-not-base64", 3, ["client-key-data in kubeconfig is not valid base64"],

@@ -59,7 +59,8 @@ def user(kind, valid, m, tmp_path):
         helper = tmp_path / "helper"
         helper.write_text(f"#!/bin/sh\necho 'debug: using {token}' >&2\necho '{credential}'\n")
         helper.chmod(0o755)
-        return {"exec": {"apiVersion": "client.authentication.k8s.io/v1", "command": str(helper)}}, [token]
+        return {"exec": {"apiVersion": "client.authentication.k8s.io/v1", "command": str(helper),
+                         "interactiveMode": "Never"}}, [token]
     if kind == "basic":
         return {"username": "admin", "password": m["password"]}, [m["password"]]
     crt, key = m["certs"][valid]

@@ -222,6 +222,32 @@ def test_cli_hands_the_command_its_options_the_connection_and_the_streams(monkey
     assert isinstance(options, untaint.UntaintOptions) and options.target.names == ("n1",)
 
 
+class Warned:
+    """A connection that has seen ``count`` distinct server warnings."""
+
+    def __init__(self, count):
+        self.count = count
+
+    def warning_count(self):
+        return self.count
+
+
+@pytest.mark.parametrize("flag, count, expected", [
+    ([], 2, (0, "")), (["--warnings-as-errors"], 0, (0, "")),
+    (["--warnings-as-errors"], 1, (8, "error: 1 warning received\n")),
+    (["--warnings-as-errors=true"], 3, (8, "error: 3 warnings received\n")),
+    (["--warnings-as-errors=false"], 3, (0, "")),
+], ids=["off", "none", "one", "three", "false"])
+def test_warnings_as_errors_fails_the_command_after_it_ran(monkeypatch, capsys, flag, count, expected):
+    from kubectl_gpuisolate.commands import untaint
+
+    ran = []
+    monkeypatch.setattr("kubectl_gpuisolate.kube.connect", lambda connection, *, pool_size: Warned(count))
+    monkeypatch.setattr(untaint, "run", lambda options, kube, io: ran.append(1) or 0)
+    code, _, err = run_main(["untaint", "n1", *flag], capsys)
+    assert (code, err) == expected and ran == [1]
+
+
 @pytest.mark.parametrize("argv", [["version"], ["completion", "bash"]])
 def test_commands_without_a_cluster_never_connect(monkeypatch, capsys, argv):
     def connect(*args, **kwargs):

@@ -103,3 +103,54 @@ def test_request_timeout_override_replaces_the_flag_without_parsing_it():
     assert connection_options(args, request_timeout=0.5) == expected
     zero = connection_options(parse_connection(["--request-timeout", "2s"]), request_timeout=0)
     assert zero.request_timeout == 0
+
+
+OVERRIDE_CASES = [
+    (["-s", "https://k:6443", "--token", "t", "--certificate-authority", "/ca"],
+     ConnectionOptions(server="https://k:6443", token="t", certificate_authority="/ca"), "short-server"),
+    (["--server=https://k", "--client-certificate", "/c", "--client-key", "/k", "--tls-server-name", "n"],
+     ConnectionOptions(server="https://k", client_certificate="/c", client_key="/k", tls_server_name="n"),
+     "long"),
+    (["--token", "", "--server", ""], ConnectionOptions(), "empty-is-no-override"),
+    (["--insecure-skip-tls-verify"], ConnectionOptions(insecure_skip_tls_verify=True), "bool"),
+    (["--insecure-skip-tls-verify=false"], ConnectionOptions(insecure_skip_tls_verify=False), "bool-false"),
+    (["--disable-compression=T", "--warnings-as-errors=1"],
+     ConnectionOptions(disable_compression=True, warnings_as_errors=True), "go-bool-spellings"),
+    (["--as", "j", "--as-uid", "7"], ConnectionOptions(as_user="j", as_uid="7"), "as-uid"),
+    (["-v=6"], ConnectionOptions(verbosity=6), "v-equals"),
+    (["-v", "8"], ConnectionOptions(verbosity=8), "v-space"),
+    (["--v=9"], ConnectionOptions(verbosity=9), "long-v"),
+    (["-v4"], ConnectionOptions(verbosity=4), "v-attached"),
+]
+
+
+@pytest.mark.parametrize("argv, expected", [c[:2] for c in OVERRIDE_CASES],
+                         ids=[c[2] for c in OVERRIDE_CASES])
+def test_kubectls_global_flags(argv, expected):
+    assert connection_options(parse_connection(argv)) == expected
+
+
+def test_a_boolean_flag_never_takes_the_next_word():
+    parser = argparse.ArgumentParser()
+    add_connection_flags(parser)
+    parser.add_argument("command")
+    args = parser.parse_args(["--insecure-skip-tls-verify", "status"])
+    assert args.command == "status" and connection_options(args).insecure_skip_tls_verify is True
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["-v=abc"],
+     'invalid argument "abc" for "-v, --v" flag: strconv.ParseInt: parsing "abc": invalid syntax'),
+], ids=["v"])
+def test_kubectls_messages_for_bad_values(argv, message):
+    with pytest.raises(UsageError) as info:
+        connection_options(parse_connection(argv))
+    assert str(info.value) == message
+
+
+def test_go_bool_message():
+    from kubectl_gpuisolate.flags import parse_bool
+    with pytest.raises(UsageError) as info:
+        parse_bool("maybe", "--disable-compression")
+    assert str(info.value) == ('invalid argument "maybe" for "--disable-compression" flag: '
+                               'strconv.ParseBool: parsing "maybe": invalid syntax')

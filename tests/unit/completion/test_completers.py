@@ -24,7 +24,9 @@ from kubectl_gpuisolate.flags import ConnectionOptions, add_connection_flags
 from kubectl_gpuisolate.kube import KubeApi
 
 CONNECTION = {"--kubeconfig": complete_files, "--context": complete_contexts,
-              "--cluster": complete_clusters, "--user": complete_users}
+              "--cluster": complete_clusters, "--user": complete_users,
+              "--certificate-authority": complete_files, "--client-certificate": complete_files,
+              "--client-key": complete_files}
 NODE_COMMAND = dict(CONNECTION, NODE=complete_nodes, **{"--gpu-taint": complete_taint})
 ATTACHED = {"": CONNECTION, "status": NODE_COMMAND, "taint": NODE_COMMAND, "untaint": NODE_COMMAND,
             "evacuate": NODE_COMMAND, "completion": {}, "version": {}}

@@ -234,7 +234,7 @@ def test_gpu_nodes_from_the_api(fake_api):
     assert directive == NO_FILE_COMP
     path, auth = FakeApi.requests[-1]
     assert path == "/api/v1/nodes?limit=500"    # every node; the GPU-node rules pick
-    assert auth == "Bearer not-a-secret"
+    assert auth is None         # as kubectl: a plain-http server is never sent the user's token
 
 
 def test_gpu_nodes_exclude_those_already_given(fake_api):
