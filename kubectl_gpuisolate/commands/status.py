@@ -69,7 +69,7 @@ def run(options: StatusOptions, kube: "KubeApi", io: IO) -> int:
                                                  target.selector_text, warn=io.warn)
         # The pods are read as of the node list or later (one consistent read, not hundreds).
         plans = build_plans(kube, nodes, planner.PlanOptions(options.managed_taint),
-                            not_older_than=version, pdbs=pdbs)
+                            not_older_than=version, pdbs=pdbs, landing_check=True, warn=io.warn)
     result = StatusResult(nodes, plans, options.managed_taint)
     for warning in result.warnings:
         io.warn(warning)

@@ -114,14 +114,15 @@ def _taint_first(kube, nodes, options, stream):
     return [updated.get(n["metadata"]["name"], n) for n in nodes], set(updated)
 
 
-def build_node_plans(kube, nodes, options):
+def build_node_plans(kube, nodes, options, warn, run):
     """build_plans, each node planned against its fence while it is only fenced (seal.py)."""
     groups: dict = {}
     for node in nodes:
         groups.setdefault(plan_options_for(node, options), []).append(node)
     plans = {}
     for plan_options, group in groups.items():
-        for node, plan in zip(group, build_plans(kube, group, plan_options)):
+        for node, plan in zip(group, build_plans(kube, group, plan_options, landing_check=True,
+                                                 warn=warn, run=run)):
             plans[node["metadata"]["name"]] = plan
     return [plans[n["metadata"]["name"]] for n in nodes]
 
@@ -169,6 +170,9 @@ class Evacuation:
         for result in results:
             result.unschedulable = [r for r in found if r.node == result.name]
 
+    def _warn(self, message):
+        output.warn(message, self.err)
+
     def _prepare(self):
         """Finds the nodes, taints them first if asked, plans and checks them, and reports
         the refusals and the PDBs that will hold pods back; returns (nodes, checks)."""
@@ -183,7 +187,8 @@ class Evacuation:
         if options.taint_first:
             nodes, self.fenced = _taint_first(self.kube, nodes, options,
                                               err if options.output else self.out)
-        plans = build_node_plans(self.kube, nodes, options)
+        self.run_names = frozenset(n["metadata"]["name"] for n in nodes)
+        plans = build_node_plans(self.kube, nodes, options, self._warn, self.run_names)
         for warning in [w for p in plans for w in p.warnings] + \
                 already_noexecute_warnings(self.kube, nodes, options):
             output.warn(warning, err)
@@ -253,7 +258,8 @@ class Evacuation:
     def _replan(self, name):
         """A fresh read of the node and its pods, checked again: it may have waited its turn."""
         node = self.kube.get_node(name)
-        plan = build_plans(self.kube, [node], plan_options_for(node, self.options))[0]
+        plan = build_plans(self.kube, [node], plan_options_for(node, self.options),
+                           landing_check=True, warn=self._warn, run=self.run_names)[0]
         return node, preflight(plan, self.options)
 
     def _evacuate(self, evictor, plan):

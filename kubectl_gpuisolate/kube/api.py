@@ -27,6 +27,14 @@ from ..flags import DryRun
 from .retry import NODE_WRITES
 from .transport import Transport, retryable
 
+# Where a controller's object lives: what the landing check reads of a pod template.
+CONTROLLER_PATHS = {
+    "ReplicaSet": "/apis/apps/v1/namespaces/{namespace}/replicasets/{name}",
+    "StatefulSet": "/apis/apps/v1/namespaces/{namespace}/statefulsets/{name}",
+    "ReplicationController": "/api/v1/namespaces/{namespace}/replicationcontrollers/{name}",
+    "Job": "/apis/batch/v1/namespaces/{namespace}/jobs/{name}",
+}
+
 
 class Kube:
     """The API calls of the plugin, on one connection (``transport``).  ``sleep`` and ``rng``
@@ -151,6 +159,31 @@ class Kube:
             return True
         except ApiNotFound:
             return False
+
+    def get_controller(self, namespace, kind, name):
+        """A pod's controller (ReplicaSet, StatefulSet, ReplicationController or Job), for its pod
+        template; None when it is gone or of another kind."""
+        path = CONTROLLER_PATHS.get(kind)
+        return self._get_or_none(path.format(namespace=namespace, name=name) if path else None,
+                                 f"reading {kind} {namespace}/{name}")
+
+    def get_pvc(self, namespace, name):
+        """A PersistentVolumeClaim, or None when it does not exist."""
+        return self._get_or_none(f"/api/v1/namespaces/{namespace}/persistentvolumeclaims/{name}",
+                                 f"reading PersistentVolumeClaim {namespace}/{name}")
+
+    def get_pv(self, name):
+        """A PersistentVolume, or None when it does not exist."""
+        return self._get_or_none(f"/api/v1/persistentvolumes/{name}",
+                                 f"reading PersistentVolume {name}")
+
+    def _get_or_none(self, path, what):
+        if path is None:
+            return None
+        try:
+            return self._transport.get(path, what=what)
+        except ApiNotFound:
+            return None
 
     def can_i(self, verb, resource, *, group="", subresource="", namespace=""):
         """A SelfSubjectAccessReview: True or False, or None when the server cannot say."""

@@ -1,17 +1,20 @@
 """The facts the planner needs, read concurrently: each node's pods (their essentials only),
-the cluster's PodDisruptionBudgets and whether the DaemonSets owning pods still exist."""
+the cluster's PodDisruptionBudgets and whether the DaemonSets owning pods still exist; then,
+only when some pod would move, what the landing check reads (core.landing.Cluster): every
+node, the claims and volumes of the pods that would move, and their controllers' templates."""
 
 from concurrent.futures import Future, ThreadPoolExecutor, as_completed
 from typing import Any, Dict, List, Tuple
 
-from ..core import gpu, planner
+from ..core import gpu, landing, planner
+from ..errors import GpuIsolateError
 from .nodes import FETCH_WORKERS
 
 # What the planner reads of a pod (planner.decide, gpu.pod_*, taints.tolerates_all,
 # selectors for PDBs).  Keeping only this, as each node's pods arrive, holds a large
 # cluster's GPU nodes in a fraction of the memory of whole pods.
 _POD_METADATA = ("name", "namespace", "uid", "labels", "ownerReferences", "deletionTimestamp")
-_POD_SPEC = ("nodeName", "tolerations", "resourceClaims")
+_POD_SPEC = ("nodeName", "tolerations", "resourceClaims", "nodeSelector", "affinity")
 _MIRROR = "kubernetes.io/config.mirror"
 _ANNOTATIONS = (_MIRROR,) + gpu.FRACTION_ANNOTATIONS   # the ones the rules read
 
@@ -25,7 +28,8 @@ def essentials(pod):
     if kept:
         slim_meta["annotations"] = kept
     slim_spec = {k: spec[k] for k in _POD_SPEC if k in spec}
-    volumes = [v for v in spec.get("volumes") or () if "emptyDir" in v]
+    volumes = [v for v in spec.get("volumes") or ()
+               if "emptyDir" in v or "persistentVolumeClaim" in v]
     if volumes:
         slim_spec["volumes"] = volumes
     for key in ("containers", "initContainers"):
@@ -68,8 +72,81 @@ def gather(kube, nodes, *, not_older_than=None, pdbs=None, check_daemonsets=True
     return {name: pods_by_node[name] for name in names}, pdbs, missing
 
 
-def build_plans(kube, nodes, options, *, check_daemonsets=True, not_older_than=None, pdbs=None):
+def build_plans(kube, nodes, options, *, check_daemonsets=True, not_older_than=None, pdbs=None,
+                landing_check=False, warn=None, run=None):
+    """The nodes' plans.  With ``landing_check``, the pods that would move are judged again
+    with where they could land (core.landing) outside ``run``, the names of the run's nodes
+    (default: ``nodes``'); what cannot be read for it is said to ``warn`` and left out."""
     pods_by_node, pdbs, missing = gather(kube, nodes, not_older_than=not_older_than, pdbs=pdbs,
                                          check_daemonsets=check_daemonsets)
-    return [planner.plan_node(node, pods_by_node[node["metadata"]["name"]], pdbs, options, missing)
-            for node in nodes]
+
+    def plan_all(cluster=None):
+        return [planner.plan_node(node, pods_by_node[node["metadata"]["name"]], pdbs, options,
+                                  missing, cluster) for node in nodes]
+
+    plans = plan_all()
+    movers = [pod for plan in plans for pod in _movers(plan, pods_by_node[plan.name])]
+    if not landing_check or not movers:
+        return plans
+    run = frozenset(run or (n["metadata"]["name"] for n in nodes))
+    return plan_all(landing_cluster(kube, run, movers, warn or (lambda message: None)))
+
+
+def _movers(plan, pods):
+    """The pods of a plan that would move and have a controller: those the landing check judges."""
+    uids = {d.uid for d in plan.movable if d.owner}
+    return [p for p in pods if p["metadata"].get("uid") in uids]
+
+
+def landing_cluster(kube, run, movers, warn):
+    """What the landing check reads for ``movers`` (core.landing.Cluster); ``run`` names the
+    run's nodes."""
+    with ThreadPoolExecutor(max_workers=FETCH_WORKERS) as pool:
+        all_nodes = pool.submit(kube.list_nodes)
+        volumes = pool.submit(_volumes, kube, movers, warn)
+        templates = pool.submit(_templates, kube, movers, warn)
+        everything = all_nodes.result()
+        return landing.Cluster(
+            nodes=tuple(everything), run=run,
+            gpu=run | frozenset(n["metadata"]["name"] for n in gpu.gpu_nodes(everything)),
+            volumes=volumes.result(), templates=templates.result())
+
+
+def _volumes(kube, movers, warn):
+    """{(namespace, claim): its bound PV, None while unbound, or landing.MISSING}; None when the
+    claims or volumes cannot be read (then the landing check leaves volumes out)."""
+    claims = sorted({(p["metadata"].get("namespace", ""), v["persistentVolumeClaim"]["claimName"])
+                     for p in movers for v in p["spec"].get("volumes") or ()
+                     if (v.get("persistentVolumeClaim") or {}).get("claimName")})
+    found: Dict[Tuple[str, str], Any] = {}
+    try:
+        for key in claims:
+            claim = kube.get_pvc(*key)
+            volume = ((claim or {}).get("spec") or {}).get("volumeName")
+            bound = ((claim or {}).get("status") or {}).get("phase") == "Bound"
+            found[key] = landing.MISSING if claim is None else \
+                (kube.get_pv(volume) if bound and volume else None)
+    except GpuIsolateError as exc:
+        warn(f"the landing check leaves volumes out: {exc}")
+        return None
+    return found
+
+
+def _templates(kube, movers, warn):
+    """{(namespace, kind, name): nodeName} of the movers' controllers whose template sets one."""
+    owners = sorted({(p["metadata"].get("namespace", ""), ref.get("kind", ""), ref.get("name", ""))
+                     for p in movers for ref in p["metadata"].get("ownerReferences") or ()
+                     if ref.get("controller")})
+    try:
+        with ThreadPoolExecutor(max_workers=min(FETCH_WORKERS, len(owners) + 1)) as pool:
+            controllers = list(pool.map(lambda key: kube.get_controller(*key) or {}, owners))
+    except GpuIsolateError as exc:
+        warn(f"the landing check leaves controllers' templates out: {exc}")
+        return {}
+    found = {}
+    for key, controller in zip(owners, controllers):
+        pinned = (((controller.get("spec") or {}).get("template") or {}).get("spec")
+                  or {}).get("nodeName")
+        if pinned:
+            found[key] = pinned
+    return found

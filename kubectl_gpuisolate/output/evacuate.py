@@ -132,6 +132,16 @@ def render_plan(results, options):
     return "".join(parts)
 
 
+NOWHERE_FIX = ("to move it, relax that constraint or make a non-GPU node fit it; to keep it "
+               "here, give it a toleration for the GPU taint")
+
+
+def _nowhere(results):
+    """The pods left in place because their replacement could land nowhere."""
+    return [(r.name, d) for r in results if r.plan
+            for d in r.plan.decisions if d.reason in planner.MISPLACED_STAYS]
+
+
 def render_summary(results, options):
     server = options.dry_run is DryRun.SERVER
     rows = []
@@ -147,6 +157,11 @@ def render_summary(results, options):
     if left:
         parts.append("\nNot moved:\n")
         parts.append(output.table(["node", "pod", "state", "reason"], left))
+    nowhere = _nowhere(results)
+    if nowhere:
+        parts.append(f"\nLeft in place, nowhere to land ({NOWHERE_FIX}):\n")
+        parts.append(output.table(["node", "pod", "reason"], [[name, d.ref, d.message]
+                                                             for name, d in nowhere]))
     refused = [[r.name, line] for r in results if r.refused for line in r.refusal]
     if refused:
         parts.append("\nRefused by the preflight (nothing evicted there):\n")
@@ -200,7 +215,9 @@ def _node_doc(result, server_dry_run):
     doc = {"name": result.name, "result": result.state.value, "seconds": round(result.seconds, 1),
            "gpuTainted": plan.tainted if plan else None,
            "refusal": list(result.refusal),
-           "stayed": stayed}
+           "stayed": stayed,
+           "nowhereToLand": [{"pod": d.ref, "reason": d.message, "fix": NOWHERE_FIX}
+                             for _, d in _nowhere([result])]}
     if result.planned_only:
         doc["wouldMove"] = [d.ref for d in plan.to_move] if plan else []
         doc["blocked"] = [{"pod": d.ref, "message": d.message, "flags": list(d.flags),

@@ -34,9 +34,11 @@ def _header(plan, wide):
     counts, stays = Counter(d.action for d in plan.decisions), plan.stay_reasons
     stay_text = ", ".join(f"{n} {r}" for r, n in sorted(stays.items()))
     signal = f"{plan.signal.code}: {plan.signal.message}" if wide else plan.signal.code
+    stuck = len(plan.misplaced) - len(plan.movable)
     return (f"\nnode/{plan.name}: {plan.gpu_count} GPU, GPU taint {_taint_text(plan)}"
             f"{', cordoned' if plan.unschedulable else ''}; signal {signal}; {len(plan.decisions)} pods: "
-            f"{len(plan.misplaced)} would move, {counts[planner.STAY]} stay"
+            f"{len(plan.movable)} would move{f', {stuck} nowhere to land' if stuck else ''}, "
+            f"{counts[planner.STAY]} stay"
             f"{' (' + stay_text + ')' if stay_text else ''}"
             f"{', %d terminating' % counts[planner.WAIT] if counts[planner.WAIT] else ''}\n")
 
@@ -81,6 +83,7 @@ def _pod_doc(d):
     return {"namespace": d.namespace, "name": d.name, "uid": d.uid, "owner": d.owner,
             "verdict": d.action, "reason": d.reason, "message": d.message,
             "flags": list(d.flags), "pdbs": [p.name for p in d.pdbs],
+            **({"landingNodes": len(d.landing)} if d.landing else {}),
             **({"warning": d.warning} if d.warning else {})}
 
 
@@ -100,7 +103,8 @@ def _node_doc(node, plan):
         "gpuTainted": plan.tainted,
         "unschedulable": plan.unschedulable,
         **_manager_doc(node),
-        "summary": {"wouldMove": len(plan.misplaced), "stay": counts[planner.STAY],
+        "summary": {"wouldMove": len(plan.movable), "stay": counts[planner.STAY],
+                    "nowhereToLand": len(plan.misplaced) - len(plan.movable),
                     "terminating": counts[planner.WAIT],
                     "stayReasons": dict(sorted(plan.stay_reasons.items()))},
         "pods": [_pod_doc(d) for d in plan.decisions],

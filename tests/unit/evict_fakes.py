@@ -9,6 +9,8 @@ from kubectl_gpuisolate.errors import NotFound, api_error
 from kubectl_gpuisolate.flags import DryRun
 from kubectl_gpuisolate.kube.api import requests_only
 
+from .factories import node as plain_node
+
 NODE = "gpu-1"
 OK = "ok"
 
@@ -201,12 +203,24 @@ class InFlight:
         return respond
 
 
+WORKER = "cpu-worker-1"
+
+
 class FakeCluster:
     """Nodes, pods and PDBs; evictions delete at once unless scripted otherwise.  Taint writes
-    that are not dry runs change the node and are logged as ("taint", node name)."""
+    that are not dry runs change the node and are logged as ("taint", node name).
 
-    def __init__(self, nodes, pods, pdbs=(), script=None, on_evict=None):
+    ``workers`` names plain nodes added beside ``nodes``, where moved pods can land;
+    ``pvcs``/``pvs`` and ``controllers`` ({(namespace, kind, name): object}) are what the
+    landing check reads."""
+
+    def __init__(self, nodes, pods, pdbs=(), script=None, on_evict=None, *,
+                 workers=(WORKER,), pvcs=None, pvs=None, controllers=None):
         self.nodes = {n["metadata"]["name"]: n for n in nodes}
+        for name in workers:
+            self.nodes.setdefault(name, plain_node(name))
+        self.pvcs, self.pvs = dict(pvcs or {}), dict(pvs or {})
+        self.controllers = dict(controllers or {})
         self.pods = list(pods)
         self.pdbs = list(pdbs)
         self.script = {k: list(v) for k, v in (script or {}).items()}
@@ -268,6 +282,15 @@ class FakeCluster:
 
     def can_i(self, verb, resource, *, group="", subresource="", namespace=""):
         return True
+
+    def get_controller(self, namespace, kind, name):
+        return self.controllers.get((namespace, kind, name))
+
+    def get_pvc(self, namespace, name):
+        return self.pvcs.get((namespace, name))
+
+    def get_pv(self, name):
+        return self.pvs.get(name)
 
     def list_pdbs(self):
         return list(self.pdbs)

@@ -57,8 +57,9 @@ STATUS_POD = {"namespace": str, "name": str, "uid": str, "owner": str,
               "verdict": OneOf("move", "blocked", "stay", "wait"),
               "reason": OneOf("not-tolerated", "gated", "daemonset", "daemonset-orphan", "mirror",
                               "finished", "gpu-request", "resource-claim", "tolerates",
-                              "terminating"),
-              "message": str, "flags": [str], "pdbs": [str], "warning": Optional(str)}
+                              "terminating", "nowhere-to-land"),
+              "message": str, "flags": [str], "pdbs": [str], "landingNodes": Optional(int),
+              "warning": Optional(str)}
 STATUS = {
     "schemaVersion": OneOf("gpuisolate.status/v1"),
     "taint": str,
@@ -66,7 +67,7 @@ STATUS = {
                "signal": {"code": str, "message": str}, "taints": [MapOf(str)],
                "gpuTainted": bool, "unschedulable": bool,
                "manager": NULLABLE_STR, "pool": NULLABLE_STR,
-               "summary": {"wouldMove": int, "stay": int, "terminating": int,
+               "summary": {"wouldMove": int, "stay": int, "nowhereToLand": int, "terminating": int,
                            "stayReasons": MapOf(int)},
                "pods": [STATUS_POD]}],
     "pdbBlockers": [{"namespace": str, "name": str, "disruptionsAllowed": int,
@@ -81,7 +82,8 @@ SEAL = {"applied": bool, "taint": str, "fence": str, "fenceRemoved": bool, "note
                                        "no-controller", "finished")],
                          "pdbs": [str]}]}
 EVACUATE_NODE = {"name": str, "seconds": float, "gpuTainted": (bool, type(None)),
-                 "refusal": [str], "stayed": MapOf([POD_REF])}
+                 "refusal": [str], "stayed": MapOf([POD_REF]),
+                 "nowhereToLand": [{"pod": POD_REF, "reason": str, "fix": str}]}
 PLANNED_NODE = dict(EVACUATE_NODE, result=OneOf("planned", "refused"), wouldMove=[POD_REF],
                     blocked=[{"pod": POD_REF, "message": str, "flags": [str], "pdbs": [str]}],
                     terminating=[POD_REF], noExecute=Optional(SEAL))
@@ -194,7 +196,8 @@ def status_cluster():
             pod("gpu-job", requests={"nvidia.com/gpu": "1"}),
             pod("llama", tolerations=INFERENCE_TOLERATIONS, requests={"nvidia.com/gpu": "1"}),
             pod("tol", tolerations=[GPU_TOLERATION], node_name=GPU_B),
-            pod("old", deleting=True, node_name=GPU_B)]
+            pod("old", deleting=True, node_name=GPU_B),
+            pod("pinned", "apps", node_selector={"kubernetes.io/hostname": GPU_A})]
     return FakeCluster(nodes, pods, [web_pdb])
 
 
@@ -221,6 +224,7 @@ def test_the_documented_status_example_has_the_schema():
 def plan_run(fmt):
     nodes, pods = seed_like()
     pods.append(web("web-old", deleting=True))
+    pods.append(pod("pinned", "apps", node_selector={"kubernetes.io/hostname": GPU_A}))
     cluster = FakeCluster(nodes, pods, [pdb("grafana", "kommander", selector={})])
     return execute(cluster, "--dry-run=client", "-o", fmt)[1]
 
@@ -228,6 +232,7 @@ def plan_run(fmt):
 def eviction_run(fmt):
     nodes, pods = seed_like()
     pods.append(pod("db-0", "apps", labels={"app": "db"}, node_name=GPU_A))
+    pods.append(pod("pinned", "apps", node_selector={"kubernetes.io/hostname": GPU_A}))
 
     def arrives(cluster, name):
         if name == "web-1":
@@ -259,7 +264,8 @@ def deadline_run(fmt):
 def server_dry_run(fmt):
     nodes, pods = seed_like()
     pods += [pod("db-0", "apps", labels={"app": "db"}, node_name=GPU_A),
-             pod("api-0", "apps", node_name=GPU_A)]
+             pod("api-0", "apps", node_name=GPU_A),
+             pod("pinned", "apps", node_selector={"kubernetes.io/hostname": GPU_A})]
     never = pdb("db", "apps", selector={"matchLabels": {"app": "db"}}, max_unavailable=0,
                 allowed=0, desired=1, healthy=1, expected=1)
     cluster = FakeCluster(nodes, pods, [never],

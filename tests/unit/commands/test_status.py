@@ -45,7 +45,7 @@ def test_json_summary_counts_move_and_blocked_as_would_move():
                        STAYING + [MOVING, BLOCKED, TERMINATING])
     code, out, _ = run_command(fake, "status", "-o", "json")
     [doc] = json.loads(out)["nodes"]
-    assert doc["summary"] == {"wouldMove": 2, "stay": 2, "terminating": 1,
+    assert doc["summary"] == {"wouldMove": 2, "stay": 2, "nowhereToLand": 0, "terminating": 1,
                               "stayReasons": {"daemonset": 1, "tolerates": 1}}
     assert {p["name"]: p["verdict"] for p in doc["pods"]} == {
         "bare": "blocked", "old": "wait", "tol": "stay", "web": "move", "cilium": "stay"}

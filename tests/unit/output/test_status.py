@@ -3,7 +3,7 @@ says it and as the document says it, the node headers, the wide columns, the PDB
 
 import pytest
 
-from kubectl_gpuisolate.core import planner
+from kubectl_gpuisolate.core import landing, planner
 from kubectl_gpuisolate.core.taints import Taint
 from kubectl_gpuisolate.output.status import StatusResult, render_text, to_document
 
@@ -60,9 +60,24 @@ def test_each_verdict_as_the_table_and_the_document_say_it(case):
     assert (doc["verdict"], doc["reason"]) == (action, reason)
     misplaced = action in (planner.MOVE, planner.BLOCKED)
     assert to_document(status)["nodes"][0]["summary"] == {
-        "wouldMove": int(misplaced), "stay": int(action == planner.STAY),
+        "wouldMove": int(misplaced), "stay": int(action == planner.STAY), "nowhereToLand": 0,
         "terminating": int(action == planner.WAIT),
         "stayReasons": {reason: 1} if action == planner.STAY else {}}
+
+
+def test_pods_with_nowhere_to_land_are_counted_apart_and_in_the_document():
+    here = gpu_node(GPU_A, taints=[GPU_TAINT])
+    cluster = landing.Cluster(nodes=(here,), run=frozenset({GPU_A}), gpu=frozenset({GPU_A}))
+    plan = planner.plan_node(here, [pod("pinned"), pod("ds", owner_ref=owner("DaemonSet", "c"))], [],
+                             planner.PlanOptions(MANAGED), cluster=cluster)
+    status = StatusResult([here], [plan], MANAGED)
+    [header] = [line for line in render_text(status).splitlines() if line.startswith("node/")]
+    assert header.endswith("2 pods: 0 would move, 1 nowhere to land, 2 stay "
+                           "(1 daemonset, 1 nowhere-to-land)")
+    summary = to_document(status)["nodes"][0]["summary"]
+    assert (summary["wouldMove"], summary["nowhereToLand"], summary["stay"]) == (0, 1, 2)
+    [row] = [r for r in table_rows(render_text(status)) if r[1] == "pinned"]
+    assert row[2:] == ["stays", "nowhere-to-land", "nowhere to land: every node is in this run"]
 
 
 def test_the_node_header_counts_every_verdict_and_stay_reason():
@@ -73,7 +88,7 @@ def test_the_node_header_counts_every_verdict_and_stay_reason():
                       "3 would move, 6 stay (1 daemonset, 1 finished, 1 gpu-request, 1 mirror, "
                       "1 resource-claim, 1 tolerates), 1 terminating"]
     summary = to_document(status)["nodes"][0]["summary"]
-    assert summary == {"wouldMove": 3, "stay": 6, "terminating": 1,
+    assert summary == {"wouldMove": 3, "stay": 6, "nowhereToLand": 0, "terminating": 1,
                        "stayReasons": {"daemonset": 1, "finished": 1, "gpu-request": 1,
                                        "mirror": 1, "resource-claim": 1, "tolerates": 1}}
     assert list(summary["stayReasons"]) == sorted(summary["stayReasons"])

@@ -1,0 +1,150 @@
+"""kube/gather.py's landing check: what it reads (only when a pod would move), and how what it
+cannot read is left out with a warning, never a failed plan."""
+
+import pytest
+
+from kubectl_gpuisolate.core.planner import MOVE, STAY, PlanOptions
+from kubectl_gpuisolate.core.taints import Taint
+from kubectl_gpuisolate.errors import api_error
+from kubectl_gpuisolate.kube import gather
+
+from ..evict_fakes import WORKER, FakeCluster
+from ..factories import GPU_A, GPU_B, GPU_TAINT, GPU_TOLERATION, gpu_node, owner, pod
+
+OPTIONS = PlanOptions(Taint("nvidia.com/gpu", "true", "NoSchedule"))
+HOST = "kubernetes.io/hostname"
+
+
+def claim_pod(name="db-0", claim="data"):
+    return pod(name, "apps", owner_ref=owner("StatefulSet", "db"),
+               volumes=[{"name": "d", "persistentVolumeClaim": {"claimName": claim}}])
+
+
+def pvc(volume="pv-1", phase="Bound"):
+    return {"spec": {"volumeName": volume}, "status": {"phase": phase}}
+
+
+def local_pv(name, node):
+    return {"metadata": {"name": name}, "spec": {"local": {"path": "/mnt"}, "nodeAffinity": {
+        "required": {"nodeSelectorTerms": [{"matchExpressions": [
+            {"key": HOST, "operator": "In", "values": [node]}]}]}}}}
+
+
+class Counting(FakeCluster):
+    def __init__(self, *args, fail=None, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.calls, self.fail = [], fail or {}
+
+    def _count(self, name):
+        self.calls.append(name)
+        if name in self.fail:
+            raise self.fail[name]
+
+    def list_nodes(self, selector=None, *, limit=None, retry=True):
+        self._count("list_nodes")
+        return super().list_nodes(selector, limit=limit, retry=retry)
+
+    def get_pvc(self, namespace, name):
+        self._count("get_pvc")
+        return super().get_pvc(namespace, name)
+
+    def get_pv(self, name):
+        self._count("get_pv")
+        return super().get_pv(name)
+
+    def get_controller(self, namespace, kind, name):
+        self._count("get_controller")
+        return super().get_controller(namespace, kind, name)
+
+
+def plans(cluster, nodes=None, **kwargs):
+    warnings = []
+    nodes = nodes or [cluster.get_node(GPU_A)]
+    found = gather.build_plans(cluster, nodes, OPTIONS, landing_check=True, warn=warnings.append,
+                               **kwargs)
+    return {d.name: d for p in found for d in p.decisions}, warnings
+
+
+def test_nothing_more_is_read_when_no_pod_would_move():
+    cluster = Counting([gpu_node(GPU_A, taints=[GPU_TAINT])], [pod("tol", tolerations=[GPU_TOLERATION])])
+    decisions, warnings = plans(cluster)
+    assert decisions["tol"].action == STAY
+    assert (cluster.calls, warnings) == ([], [])
+
+
+def test_a_pod_that_would_move_carries_its_landing_nodes():
+    cluster = Counting([gpu_node(GPU_A, taints=[GPU_TAINT])], [pod("web")])
+    decisions, _ = plans(cluster)
+    assert (decisions["web"].action, decisions["web"].landing) == (MOVE, (WORKER,))
+    assert cluster.calls == ["list_nodes", "get_controller"]
+
+
+def test_a_pinned_pod_stays_and_a_bare_pod_is_not_judged():
+    cluster = Counting([gpu_node(GPU_A, taints=[GPU_TAINT])],
+                       [pod("pinned", node_selector={HOST: GPU_A}), pod("bare", owner_ref=None)])
+    decisions, _ = plans(cluster)
+    assert (decisions["pinned"].reason, decisions["pinned"].message) == (
+        "nowhere-to-land", f"nowhere to land: nodeSelector {HOST}={GPU_A}")
+    assert decisions["bare"].reason == "gated"
+
+
+def test_a_local_volume_on_this_node_keeps_the_pod():
+    cluster = Counting([gpu_node(GPU_A, taints=[GPU_TAINT])], [claim_pod()],
+                       pvcs={("apps", "data"): pvc()}, pvs={"pv-1": local_pv("pv-1", GPU_A)})
+    decisions, _ = plans(cluster)
+    assert decisions["db-0"].message == "nowhere to land: local PV pv-1 on this node"
+    assert sorted(cluster.calls) == ["get_controller", "get_pv", "get_pvc", "list_nodes"]
+
+
+@pytest.mark.parametrize("claims, reason", [
+    ({}, "nowhere-to-land"),                                  # the claim is missing
+    ({("apps", "data"): pvc(phase="Pending")}, "not-tolerated"),  # unbound: no constraint yet
+])
+def test_missing_and_unbound_claims(claims, reason):
+    cluster = Counting([gpu_node(GPU_A, taints=[GPU_TAINT])], [claim_pod()], pvcs=claims)
+    decisions, _ = plans(cluster)
+    assert decisions["db-0"].reason == reason
+    assert "get_pv" not in cluster.calls
+
+
+def test_volumes_that_cannot_be_read_are_left_out_with_one_warning():
+    forbidden = api_error('persistentvolumeclaims "data" is forbidden', status=403)
+    cluster = Counting([gpu_node(GPU_A, taints=[GPU_TAINT])], [claim_pod(), claim_pod("db-1", "other")],
+                       fail={"get_pvc": forbidden})
+    decisions, warnings = plans(cluster)
+    assert decisions["db-0"].action == MOVE and decisions["db-1"].action == MOVE
+    assert warnings == [f"the landing check leaves volumes out: {forbidden}"]
+
+
+def test_a_controller_template_with_node_name_pins_its_pods():
+    template = {"spec": {"template": {"spec": {"nodeName": GPU_A}}}}
+    cluster = Counting([gpu_node(GPU_A, taints=[GPU_TAINT])], [pod("web")],
+                       controllers={("default", "ReplicaSet", "web-5d4f8"): template})
+    decisions, _ = plans(cluster)
+    assert decisions["web"].message == f"nowhere to land: nodeName {GPU_A} in its controller's pod template"
+
+
+def test_templates_that_cannot_be_read_are_left_out_with_one_warning():
+    forbidden = api_error('replicasets.apps "web" is forbidden', status=403)
+    cluster = Counting([gpu_node(GPU_A, taints=[GPU_TAINT])], [pod("web")],
+                       fail={"get_controller": forbidden})
+    decisions, warnings = plans(cluster)
+    assert decisions["web"].action == MOVE
+    assert warnings == [f"the landing check leaves controllers' templates out: {forbidden}"]
+
+
+def test_the_runs_other_nodes_are_no_landing_even_when_planned_alone():
+    # evacuate re-plans one node at a time: the run's other GPU node must stay excluded.
+    nodes = [gpu_node(GPU_A, taints=[GPU_TAINT]), gpu_node(GPU_B)]
+    cluster = Counting(nodes, [pod("web")], workers=())
+    decisions, _ = plans(cluster, [cluster.get_node(GPU_A)], run={GPU_A, GPU_B})
+    assert decisions["web"].message == "nowhere to land: every node is in this run"
+    decisions, _ = plans(cluster, [cluster.get_node(GPU_A)])
+    assert decisions["web"].landing == (GPU_B,)
+    assert "can land only on GPU node(s) not in this run" in decisions["web"].warning
+
+
+def test_without_the_landing_check_nothing_is_read():
+    cluster = Counting([gpu_node(GPU_A, taints=[GPU_TAINT])], [pod("pinned", node_selector={HOST: GPU_A})])
+    [plan] = gather.build_plans(cluster, [cluster.get_node(GPU_A)], OPTIONS)
+    assert (plan.decisions[0].action, cluster.calls) == (MOVE, [])
