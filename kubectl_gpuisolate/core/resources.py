@@ -12,8 +12,9 @@ where their replacements can land (pure).
 - ``free_allocatable``: per node, ``status.allocatable`` minus the requests of the pods bound
   there (the caller passes pods that are not Succeeded or Failed).
 - ``shortfalls``: the moving pods grouped by their landing set; a group whose requests exceed
-  the free allocatable of its landing nodes is one shortfall per resource.  With several groups
-  their union is checked too, for the resources no group alone is short of.
+  the free allocatable of its landing nodes (summed) is one shortfall per resource, and when
+  the sum fits, the pods too large for any one of its nodes are one (a pod is not split).  With
+  several groups their union is checked too, for the resources no group's sum is short of.
 """
 
 import re
@@ -129,26 +130,44 @@ def free_allocatable(nodes: Iterable[Obj], pods: Iterable[Obj]) -> Dict[str, Res
     return free
 
 
+SET = "set"        # the pods of one landing set need more than its nodes have free in all
+UNION = "union"    # all the moving pods need more than all their landing nodes have free
+EACH = "each"      # pods that each need more than any one of their landing nodes has free
+
+
 @dataclass(frozen=True)
 class Shortfall:
-    """``pods`` moving pods need ``need`` of ``resource``; their landing ``nodes`` have ``have``
-    free (the free allocatable of each node, none counted below 0)."""
+    """``pods`` moving pods need ``need`` of ``resource`` (EACH: the largest of them needs it);
+    their landing ``nodes`` have ``have`` free (EACH: the node with the most free, and that
+    amount).  A node's free allocatable counts as 0 when it is below."""
     resource: str
     pods: int
     need: Fraction
     have: Fraction
     nodes: Tuple[str, ...]
-    union: bool = False          # all the moving pods against all their landing nodes
+    scope: str = SET
+
+
+def _free(free: Mapping[str, Resources], node: str, resource: str) -> Fraction:
+    return max(free.get(node, {}).get(resource, Fraction(0)), Fraction(0))
 
 
 def _short(resource: str, members: Sequence[Resources], nodes: FrozenSet[str],
-           free: Mapping[str, Resources], union: bool) -> Optional[Shortfall]:
+           free: Mapping[str, Resources], scope: str) -> Optional[Shortfall]:
+    """The sum of the members' requests against the sum of the nodes' free, or (SET, when that
+    sum fits) the members that fit on none of the nodes alone."""
     need = sum((m.get(resource, Fraction(0)) for m in members), Fraction(0))
-    have = sum((max(free.get(n, {}).get(resource, Fraction(0)), Fraction(0)) for n in nodes),
-               Fraction(0))
-    if need <= have:
+    have = sum((_free(free, n, resource) for n in nodes), Fraction(0))
+    if need > have:
+        return Shortfall(resource, len(members), need, have, tuple(sorted(nodes)), scope)
+    if scope != SET:
         return None
-    return Shortfall(resource, len(members), need, have, tuple(sorted(nodes)), union)
+    roomiest = max(sorted(nodes), key=lambda n: _free(free, n, resource))
+    most = _free(free, roomiest, resource)
+    too_big = [m.get(resource, Fraction(0)) for m in members if m.get(resource, Fraction(0)) > most]
+    if not too_big:
+        return None
+    return Shortfall(resource, len(too_big), max(too_big), most, (roomiest,), EACH)
 
 
 def shortfalls(moving: Iterable[Tuple[Resources, Iterable[str]]],
@@ -163,12 +182,12 @@ def shortfalls(moving: Iterable[Tuple[Resources, Iterable[str]]],
             groups.setdefault(nodes, []).append(requests)
     found: List[Shortfall] = []
     for nodes, members in groups.items():
-        found += [s for s in (_short(r, members, nodes, free, False) for r in CHECKED) if s]
+        found += [s for s in (_short(r, members, nodes, free, SET) for r in CHECKED) if s]
     found.sort(key=lambda s: (CHECKED.index(s.resource), -s.need, s.nodes))
     if len(groups) > 1:
         everyone = [m for members in groups.values() for m in members]
         union = frozenset().union(*groups)
-        short_alone = {s.resource for s in found}
-        found += [s for s in (_short(r, everyone, union, free, True)
+        short_alone = {s.resource for s in found if s.scope == SET}
+        found += [s for s in (_short(r, everyone, union, free, UNION)
                               for r in CHECKED if r not in short_alone) if s]
     return found

@@ -71,7 +71,12 @@ def fit_warning(shortfall):
     what = "CPU" if shortfall.resource == "cpu" else "of memory"
     nodes, one = shortfall.nodes, shortfall.pods == 1
     more = f" and {len(nodes) - 3} more" if len(nodes) > 3 else ""
-    if shortfall.union:
+    if shortfall.scope == "each":
+        many = "" if one else f" (the largest of {shortfall.pods} that fit on none)"
+        return (f"{'a pod needs' if one else 'pods need'} {need} {what}{many}; the landing node "
+                f"with the most free has {have} ({nodes[0]}); "
+                f"{'its replacement' if one else 'their replacements'} will stay Pending")
+    if shortfall.scope == "union":
         lead, theirs = f"together, the {shortfall.pods} pods that move need", "all their landing nodes have"
     else:
         lead = f"{shortfall.pods} pod{'' if one else 's'} need{'s' if one else ''}"

@@ -2,14 +2,12 @@
 warning before the first eviction (dry runs too), and the replacements the scheduler marks
 Unschedulable after it (not in dry runs; the exit code unchanged)."""
 
-import dataclasses
 import io
 
 import pytest
 
 from kubectl_gpuisolate.core import planner
 from kubectl_gpuisolate.errors import EXIT_OK, ConnectionFailed
-from kubectl_gpuisolate.evacuation import run as evacuation_run
 from kubectl_gpuisolate.evacuation.fit import check_fit
 
 from ..evict_fakes import FakeCluster
@@ -44,7 +42,7 @@ def fit_cluster():
              pod("done", requests={"cpu": "4"}, node_name="cpu-2", phase="Succeeded"),
              web("web-3", requests={"cpu": "2", "memory": "1Gi"}),
              web("web-4", requests={"cpu": "1500m"}, init_requests={"memory": "12Gi"})]
-    return FakeCluster(nodes, pods)
+    return FakeCluster(nodes, pods, workers=())
 
 
 def warnings_of(err):
@@ -111,31 +109,19 @@ def test_without_landing_nodes_only_a_real_run_reads_the_pods(argv, reads):
     assert said == [] and cluster.reads == reads
 
 
-@pytest.fixture
-def landing_known(monkeypatch):
-    """The planner's MOVE decisions land on the CPU nodes (until gather feeds the landing check)."""
-    real = evacuation_run.build_node_plans
-
-    def with_landing(kube, nodes, plan_options):
-        plans = real(kube, nodes, plan_options)
-        for found in plans:
-            found.decisions = [dataclasses.replace(d, landing=("cpu-1", "cpu-2"))
-                               if d.action == planner.MOVE else d for d in found.decisions]
-        return plans
-    monkeypatch.setattr(evacuation_run, "build_node_plans", with_landing)
-
-
 SHORT = ("Warning: 3 pods need 4.0 CPU; their landing nodes have 3.5 free (cpu-1, cpu-2); some "
          "replacements may stay Pending")
 
 
 def short_cluster():
+    """The moving pods land on cpu-1 and cpu-2 (the landing check), which lack 0.5 CPU."""
     cluster = fit_cluster()
+    del cluster.nodes["cpu-3"]
     cluster.pods[-1]["spec"]["containers"][0]["resources"]["requests"]["cpu"] = "2"
     return cluster
 
 
-def test_the_fit_warning_comes_before_the_first_eviction(landing_known):
+def test_the_fit_warning_comes_before_the_first_eviction():
     cluster = short_cluster()
     code, _, err = execute(cluster, GPU_A)
     lines = err.splitlines()
@@ -147,7 +133,7 @@ def test_the_fit_warning_comes_before_the_first_eviction(landing_known):
 
 
 @pytest.mark.parametrize("dry_run", ["--dry-run=client", "--dry-run=server"])
-def test_dry_runs_warn_too_and_watch_nothing(landing_known, dry_run):
+def test_dry_runs_warn_too_and_watch_nothing(dry_run):
     cluster = short_cluster()
     cluster.on_evict = lambda c, name: c.pods.append(unschedulable_replacement("web-new", "apps"))
     code, out, err = execute(cluster, GPU_A, dry_run)
@@ -187,3 +173,22 @@ def test_pods_of_other_controllers_are_not_watched():
         unschedulable_replacement("api-new", "apps", owner_ref=owner("ReplicaSet", "api"))))
     code, out, err = execute(cluster, GPU_A)
     assert "Unschedulable" not in err + out and code == EXIT_OK
+
+
+def test_a_pod_too_large_for_any_landing_node_alone_is_warned_of():
+    cluster = fit_cluster()
+    cluster.pods[-2]["spec"]["containers"][0]["resources"]["requests"]["cpu"] = "3"
+    _, said = fit(cluster, [plan(decision("web-3", ["cpu-1", "cpu-2"]))])
+    assert said == ["Warning: a pod needs 3.0 CPU; the landing node with the most free has 2.5 "
+                    "(cpu-2); its replacement will stay Pending"]
+    cluster.pods[-1]["spec"]["containers"][0]["resources"]["requests"]["cpu"] = "2600m"
+    _, said = fit(cluster, [plan(decision("web-3", ["cpu-1", "cpu-2", "cpu-3"]),
+                                 decision("web-4", ["cpu-1", "cpu-2", "cpu-3"]))])
+    assert said == []                                    # cpu-3 has room for both
+    del cluster.nodes["cpu-3"]
+    cluster.pods[-2]["spec"]["containers"][0]["resources"]["requests"]["cpu"] = "800m"
+    cluster.pods[-1]["spec"]["containers"][0]["resources"]["requests"]["cpu"] = "2600m"
+    _, said = fit(cluster, [plan(decision("web-3", ["cpu-1", "cpu-2"]),
+                                 decision("web-4", ["cpu-1", "cpu-2"]))])
+    assert said == ["Warning: a pod needs 2.6 CPU; the landing node with the most free has 2.5 "
+                    "(cpu-2); its replacement will stay Pending"]

@@ -6,6 +6,8 @@ from fractions import Fraction
 import pytest
 
 from kubectl_gpuisolate.core.resources import (
+    EACH,
+    UNION,
     InvalidQuantity,
     Shortfall,
     free_allocatable,
@@ -118,7 +120,8 @@ def cores(n):
 FREE = {"a": {"cpu": Fraction(2), "memory": Fraction(8 * GI)},
         "b": {"cpu": Fraction(3, 2), "memory": Fraction(GI)},
         "c": {"cpu": Fraction(-1), "memory": Fraction(GI)},     # overcommitted: counts as 0 CPU
-        "d": {"cpu": Fraction(10), "memory": Fraction(0)}}
+        "d": {"cpu": Fraction(10), "memory": Fraction(0)},
+        "e": {"cpu": Fraction(2), "memory": Fraction(0)}}
 
 
 @pytest.mark.parametrize("moving, expected", [
@@ -137,10 +140,19 @@ FREE = {"a": {"cpu": Fraction(2), "memory": Fraction(8 * GI)},
     ([(cores("1.5"), ("a",)), (cores(2), ("a", "b"))], []),
     # each set fits alone, not together: the union is short
     ([(cores(2), ("a",)), (cores("1.5"), ("a", "b")), (cores("0.5"), ("b",))],
-     [Shortfall("cpu", 3, Fraction(4), Fraction(7, 2), ("a", "b"), True)]),
+     [Shortfall("cpu", 3, Fraction(4), Fraction(7, 2), ("a", "b"), UNION)]),
     # the union is not said again for a resource a set alone is short of
     ([(cores(3), ("a",)), (cores(1), ("b",))],
      [Shortfall("cpu", 1, Fraction(3), Fraction(2), ("a",))]),
+    # the sum fits, but a pod is not split: one too large for any node alone
+    ([(cores("2.5"), ("a", "b")), (cores(1), ("a", "b"))],
+     [Shortfall("cpu", 1, Fraction(5, 2), Fraction(2), ("a",), EACH)]),
+    ([(cores("2.25"), ("e", "a")), (cores(1), ("a", "e"))],
+     [Shortfall("cpu", 1, Fraction(9, 4), Fraction(2), ("a",), EACH)]),
+    ([(cores("2.25"), ("a", "e", "b")), (cores("2.5"), ("b", "e", "a"))],
+     [Shortfall("cpu", 2, Fraction(5, 2), Fraction(2), ("a",), EACH)]),
+    # a pod too large for every node: the set's sum is short, said once
+    ([(cores(12), ("d",))], [Shortfall("cpu", 1, Fraction(12), Fraction(10), ("d",))]),
     # pods whose landing nodes are not known are left out
     ([(cores(100), ())], []),
     # largest need first
