@@ -41,11 +41,10 @@ from ..core import planner
 from ..core.noexecute import PREFER_NO_SCHEDULE
 from ..core.taints import DEFAULT_TAINT, Taint, parse_taint
 from ..errors import EXIT_FENCED, EXIT_INCOMPLETE, EXIT_OK, EXIT_PREFLIGHT, Interrupted, UsageError
-from ..evacuation.run import Evacuation
+from ..evacuation.run import Evacuation, NothingToDo
 from ..flags import DryRun, add_dry_run_flag, add_output_flag, parse_dry_run, parse_duration
 from ..interrupts import graceful
 from ..output.evacuate import render
-from . import owners
 from .common import IO, NodeTarget, OnNodes, add_node_flags
 
 if TYPE_CHECKING:
@@ -180,10 +179,11 @@ def run(options: EvacuateOptions, kube: "KubeApi", io: IO) -> int:
     # Everything that talks to the cluster runs inside graceful(): the first signal sets stop
     # (a request in flight, e.g. to a hung server, may finish first); a second one ends it.
     with graceful(stop) as caught:
-        if owners.autopilot_target(kube, options.target, io.err):
-            code = EXIT_OK
-        else:
+        try:
             code = execute(kube, options, out=io.out, err=io.err, stop=stop)
+        except NothingToDo as exc:
+            io.err.write(f"{exc}\n")
+            code = EXIT_OK
     if caught:
         raise Interrupted(caught[0])
     return code

@@ -8,8 +8,7 @@ from ..core import managers
 from ..core.taints import ApiTaint, Taint, TaintRef
 from ..errors import ConflictError
 
-AUTOPILOT_NOTE = ("GKE Autopilot: GKE already keeps pods that request no GPU off GPU nodes; "
-                  "nothing to do")
+AUTOPILOT_NOTE = managers.AUTOPILOT_NOTE
 
 
 def warn_pools(nodes: List[dict], action: str, warn: Callable[[str], None]) -> None:
@@ -65,13 +64,3 @@ def refuse_owned_change(nodes: List[dict], taint: Taint) -> None:
             if same and (current.get("value") or "") != taint.value:
                 refused.append(_owned_line(node, manager, f"taint {Taint.from_api(current)}"))
     _refuse(refused)
-
-
-def autopilot_target(kube, target, err) -> bool:
-    """``autopilot`` for a command that finds its nodes later (evacuate): one extra node read;
-    its warnings are left to the command's own read, so none is printed twice."""
-    from ..kube.nodes import find_nodes
-
-    nodes = find_nodes(kube, target.names, target.requirements, target.selector_text,
-                       warn=lambda message: None)
-    return autopilot(nodes, err)

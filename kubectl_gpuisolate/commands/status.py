@@ -1,6 +1,8 @@
-"""``status``: the GPU nodes as the seed's custom-columns view, then per node
-its GPU count, whether the GPU taint is present, each pod's verdict and reason,
-and the PodDisruptionBudgets that would block a move."""
+"""``status``: the nodes as the seed's custom-columns view (every node, or those named or
+selected, exactly as kubectl prints it), then one line per GPU node (GPU count, GPU taint,
+counts by verdict) with the pods that need attention under it (those that would move, are
+gated, have nowhere to land or carry a warning; every pod with -o wide or --all-pods), and
+the PodDisruptionBudgets that would block a move."""
 
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -20,8 +22,11 @@ if TYPE_CHECKING:
     from ..kube import KubeApi
 
 EXAMPLES = """examples:
-  # The GPU nodes and the pods on them that do not belong there
+  # Every node, then the GPU nodes and the pods on them that do not belong there
   kubectl gpuisolate status
+
+  # Every pod of the GPU nodes, with owners and PDBs
+  kubectl gpuisolate status -o wide
 
   # Nodes of another pool, as JSON, exit 1 if anything is misplaced (for cron)
   kubectl gpuisolate status -l pool=gpu -o json --exit-code
@@ -34,11 +39,12 @@ class StatusOptions(OnNodes):
     managed_taint: Taint
     output: str
     exit_code: bool
+    all_pods: bool = False
 
     @classmethod
     def from_args(cls, args):
         return cls(target=NodeTarget.from_args(args), managed_taint=parse_taint(args.taint),
-                   output=args.output, exit_code=args.exit_code)
+                   output=args.output, exit_code=args.exit_code, all_pods=args.all_pods)
 
 
 def add_parser(subparsers, parents):
@@ -55,29 +61,34 @@ def add_parser(subparsers, parents):
     add_output_flag(parser, ("wide", "json", "yaml"))
     parser.add_argument("--exit-code", action="store_true",
                         help="exit 1 when pods are misplaced or GPU nodes are untainted")
+    parser.add_argument("--all-pods", action="store_true",
+                        help="list every pod of each GPU node, not only those that need attention "
+                             "(-o wide does too; json and yaml always hold every pod)")
     parser.set_defaults(options_class=StatusOptions, run=run)
 
 
 def run(options: StatusOptions, kube: "KubeApi", io: IO) -> int:
     from ..kube.gather import build_plans
-    from ..kube.nodes import find_nodes_with_version
+    from ..kube.nodes import find_nodes_and_view
 
     target = options.target
     with ThreadPoolExecutor(max_workers=1) as early:
         pdbs = early.submit(kube.list_pdbs)     # needs no node: read while the nodes are
-        nodes, version = find_nodes_with_version(kube, target.names, target.requirements,
-                                                 target.selector_text, warn=io.warn)
+        nodes, version, view, listed = find_nodes_and_view(
+            kube, target.names, target.requirements, target.selector_text, warn=io.warn)
         # The pods are read as of the node list or later (one consistent read, not hundreds).
         plans = build_plans(kube, nodes, planner.PlanOptions(options.managed_taint),
-                            not_older_than=version, pdbs=pdbs, landing_check=True, warn=io.warn)
-    result = StatusResult(nodes, plans, options.managed_taint)
+                            not_older_than=version, pdbs=pdbs, landing_check=True, warn=io.warn,
+                            cluster_nodes=listed)
+    result = StatusResult(nodes, plans, options.managed_taint, view)
     for warning in result.warnings:
         io.warn(warning)
     owners.warn_pools(nodes, "persist the GPU taint in", io.warn)
     if options.output in ("json", "yaml"):
         io.out.write(output.document(to_document(result), options.output))
     else:
-        io.out.write(render_text(result, wide=options.output == "wide"))
+        io.out.write(render_text(result, wide=options.output == "wide",
+                                 all_pods=options.all_pods or options.output == "wide"))
     return EXIT_FINDINGS if options.exit_code and _findings(plans) else EXIT_OK
 
 

@@ -32,14 +32,18 @@ from ..errors import EXIT_OK, EXIT_PREFLIGHT, GpuIsolateError
 from ..flags import DryRun, add_dry_run_flag, parse_dry_run
 from ..output.taint import TaintChange, deletion_report, prefer_warning, render_change, untolerated_note
 from . import owners
-from .common import IO, NodeTarget, OnNodes, add_node_flags
+from .common import IO, NodeTarget, OnNodes, add_node_flags, pick_taint, split_positionals
 
 if TYPE_CHECKING:
     from ..kube import KubeApi
 
+TAINT_FORM = "KEY[=VALUE]:EFFECT"
 EXAMPLES = """examples:
   # Taint every node labelled nvidia.com/gpu.present=true with nvidia.com/gpu=true:NoSchedule
   kubectl gpuisolate taint
+
+  # kubectl's syntax: names (or node/NAME) and the taint as arguments
+  kubectl gpuisolate taint node/gpu-1 gpu-2 nvidia.com/gpu=true:NoSchedule
 
   # GKE's convention, on two named nodes, showing what would change
   kubectl gpuisolate taint gke-gpu-1 gke-gpu-2 --taint nvidia.com/gpu=present:NoSchedule --dry-run=client
@@ -59,7 +63,9 @@ class TaintOptions(OnNodes):
 
     @classmethod
     def from_args(cls, args):
-        return cls(target=NodeTarget.from_args(args), taint=parse_taint(args.taint),
+        names, positional = split_positionals(args, taint_form=TAINT_FORM)
+        taint = pick_taint(positional, args.taint, DEFAULT_TAINT, TAINT_FORM)
+        return cls(target=NodeTarget.from_args(args, names), taint=parse_taint(taint),
                    overwrite=args.overwrite, dry_run=parse_dry_run(args.dry_run),
                    allow_pod_deletion=args.allow_pod_deletion)
 
@@ -76,7 +82,7 @@ def add_parser(subparsers, parents):
     parser = subparsers.add_parser(
         "taint", parents=parents, help="add the GPU taint to the GPU nodes",
         description=__doc__, epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
-    add_node_flags(parser)
+    add_node_flags(parser, taint_form=TAINT_FORM)
     add_taint_flags(parser)
     parser.add_argument("--allow-pod-deletion", action="store_true",
                         help="write a NoExecute taint even though the taint-eviction controller "

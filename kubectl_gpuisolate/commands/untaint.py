@@ -7,16 +7,17 @@ from typing import TYPE_CHECKING
 
 from ..completion.completers import complete_taint
 from ..core.taints import TaintRef, parse_taint_ref, remove_taint_write
-from ..errors import EXIT_OK
+from ..errors import EXIT_OK, UsageError
 from ..flags import DryRun, add_dry_run_flag, parse_dry_run
 from ..output.taint import TaintChange, render_change
 from . import owners
-from .common import IO, NodeTarget, OnNodes, add_node_flags
+from .common import IO, NodeTarget, OnNodes, add_node_flags, pick_taint, split_positionals
 
 if TYPE_CHECKING:
     from ..kube import KubeApi
 
 DEFAULT_REF = "nvidia.com/gpu:NoSchedule"
+REF_FORM = "KEY[:EFFECT]-"
 
 EXAMPLES = """examples:
   # Undo 'kubectl gpuisolate taint'
@@ -24,6 +25,9 @@ EXAMPLES = """examples:
 
   # Remove every effect of the key, showing what would change
   kubectl gpuisolate untaint --taint nvidia.com/gpu --dry-run=client
+
+  # kubectl's syntax: names (or node/NAME) and the taint with a trailing '-'
+  kubectl gpuisolate untaint node/gpu-1 nvidia.com/gpu:NoSchedule-
 """
 
 
@@ -35,7 +39,14 @@ class UntaintOptions(OnNodes):
 
     @classmethod
     def from_args(cls, args):
-        return cls(target=NodeTarget.from_args(args), ref=parse_taint_ref(args.taint),
+        names, positional = split_positionals(args, taint_form=REF_FORM)
+        if positional is not None:
+            if not positional.endswith("-"):
+                raise UsageError(f"{positional!r}: to remove a taint, end it with '-' ({REF_FORM}), "
+                                 "as in kubectl taint")
+            positional = positional[:-1]
+        ref = pick_taint(positional, args.taint, DEFAULT_REF, REF_FORM)
+        return cls(target=NodeTarget.from_args(args, names), ref=parse_taint_ref(ref),
                    dry_run=parse_dry_run(args.dry_run))
 
 
@@ -43,7 +54,7 @@ def add_parser(subparsers, parents):
     parser = subparsers.add_parser(
         "untaint", parents=parents, help="remove the GPU taint from the GPU nodes",
         description=__doc__, epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
-    add_node_flags(parser)
+    add_node_flags(parser, taint_form=REF_FORM)
     parser.add_argument("--gpu-taint", "--taint", dest="taint", default=DEFAULT_REF, metavar="KEY[:EFFECT]",
                         help=f"the taint to remove (default {DEFAULT_REF}); without an effect, "
                              "every effect of the key").completer = complete_taint

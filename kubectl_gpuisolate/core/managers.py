@@ -153,6 +153,10 @@ def manager_of(node: Node) -> Optional[Manager]:
     return None
 
 
+AUTOPILOT_NOTE = ("GKE Autopilot: GKE already keeps pods that request no GPU off GPU nodes; "
+                  "nothing to do")
+
+
 def is_autopilot(node: Node) -> bool:
     """A GKE Autopilot GPU node, by the only marker the research gives (scenario 6): the
     Autopilot ``Accelerator`` compute class on a node with a GKE accelerator."""

@@ -10,7 +10,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import List, Optional
 
-from ..core import planner
+from ..core import maintenance, managers, planner
 from ..core.noexecute import fence_for
 from ..core.taints import ALREADY_TAINTED, gpu_taints_on
 from ..errors import AuthError, GpuIsolateError
@@ -29,6 +29,10 @@ from .state import NOT_STARTED, TERMINATING, WOULD_EVICT, Clock, Halt, Outcome
 
 # What evicting needs beyond reading: the eviction itself, and reading a pod after a 409.
 EVICTION_RIGHTS = (("create", "pods", "eviction"), ("get", "pods", ""))
+
+
+class NothingToDo(Exception):
+    """The cluster already does what evacuate would (GKE Autopilot): the message says so."""
 
 
 class NodeState(enum.Enum):
@@ -179,14 +183,20 @@ class Evacuation:
         options, err = self.options, self.err
         nodes = find_nodes(self.kube, options.names, options.requirements, options.selector_text,
                            warn=lambda message: output.warn(message, err))
+        if any(managers.is_autopilot(node) for node in nodes):
+            raise NothingToDo(managers.AUTOPILOT_NOTE)
         self.fenced = set()
         if seal_mode(options):
             self.progress(f"{options.gpu_taint} deletes the pods that do not tolerate it: fencing "
                           f"with {fence_for(options.gpu_taint)} first, NoExecute goes on only where "
                           "no pod left would be deleted")
         if options.taint_first:
-            nodes, self.fenced = _taint_first(self.kube, nodes, options,
-                                              err if options.output else self.out)
+            # A node in someone else's maintenance is refused by the preflight: never write to it.
+            free = [n for n in nodes if not maintenance.maintenance(n)]
+            tainted, self.fenced = _taint_first(self.kube, free, options,
+                                                err if options.output else self.out)
+            written = {n["metadata"]["name"]: n for n in tainted}
+            nodes = [written.get(n["metadata"]["name"], n) for n in nodes]
         self.run_names = frozenset(n["metadata"]["name"] for n in nodes)
         plans = build_node_plans(self.kube, nodes, options, self._warn, self.run_names)
         for warning in [w for p in plans for w in p.warnings] + \

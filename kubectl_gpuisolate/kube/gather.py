@@ -73,10 +73,11 @@ def gather(kube, nodes, *, not_older_than=None, pdbs=None, check_daemonsets=True
 
 
 def build_plans(kube, nodes, options, *, check_daemonsets=True, not_older_than=None, pdbs=None,
-                landing_check=False, warn=None, run=None):
+                landing_check=False, warn=None, run=None, cluster_nodes=None):
     """The nodes' plans.  With ``landing_check``, the pods that would move are judged again
     with where they could land (core.landing) outside ``run``, the names of the run's nodes
-    (default: ``nodes``'); what cannot be read for it is said to ``warn`` and left out."""
+    (default: ``nodes``'); what cannot be read for it is said to ``warn`` and left out.
+    ``cluster_nodes``: every node, when the caller has just listed them (else listed here)."""
     pods_by_node, pdbs, missing = gather(kube, nodes, not_older_than=not_older_than, pdbs=pdbs,
                                          check_daemonsets=check_daemonsets)
 
@@ -89,7 +90,8 @@ def build_plans(kube, nodes, options, *, check_daemonsets=True, not_older_than=N
     if not landing_check or not movers:
         return plans
     run = frozenset(run or (n["metadata"]["name"] for n in nodes))
-    return plan_all(landing_cluster(kube, run, movers, warn or (lambda message: None)))
+    return plan_all(landing_cluster(kube, run, movers, warn or (lambda message: None),
+                                    cluster_nodes))
 
 
 def _movers(plan, pods):
@@ -98,18 +100,26 @@ def _movers(plan, pods):
     return [p for p in pods if p["metadata"].get("uid") in uids]
 
 
-def landing_cluster(kube, run, movers, warn):
+def landing_cluster(kube, run, movers, warn, cluster_nodes=None):
     """What the landing check reads for ``movers`` (core.landing.Cluster); ``run`` names the
-    run's nodes."""
+    run's nodes.  Of each node it keeps what the filters and the GPU-node rules read."""
     with ThreadPoolExecutor(max_workers=FETCH_WORKERS) as pool:
-        all_nodes = pool.submit(kube.list_nodes)
+        all_nodes = pool.submit(kube.list_nodes) if cluster_nodes is None else None
         volumes = pool.submit(_volumes, kube, movers, warn)
         templates = pool.submit(_templates, kube, movers, warn)
-        everything = all_nodes.result()
+        everything = [_node_essentials(n) for n in
+                      (cluster_nodes if all_nodes is None else all_nodes.result())]
         return landing.Cluster(
             nodes=tuple(everything), run=run,
             gpu=run | frozenset(n["metadata"]["name"] for n in gpu.gpu_nodes(everything)),
             volumes=volumes.result(), templates=templates.result())
+
+
+def _node_essentials(node):
+    meta, status = node.get("metadata") or {}, node.get("status") or {}
+    return {"metadata": {k: meta[k] for k in ("name", "labels") if k in meta},
+            "spec": node.get("spec") or {},
+            "status": {k: status[k] for k in ("capacity", "allocatable") if k in status}}
 
 
 def _volumes(kube, movers, warn):

@@ -5,6 +5,7 @@ caller's ``warn``, which formats them.
 """
 
 from concurrent.futures import ThreadPoolExecutor
+from typing import NamedTuple, Optional
 
 from ..core import gpu, selectors
 from ..core.taints import add_taint, add_taint_write
@@ -18,8 +19,21 @@ def find_nodes(kube, names, requirements, selector_text, *, warn):
     return find_nodes_with_version(kube, names, requirements, selector_text, warn=warn)[0]
 
 
+class Found(NamedTuple):
+    targets: list             # the nodes the command works on
+    version: Optional[str]    # the node list's resourceVersion; None when nodes were named
+    view: list                # what kubectl's get nodes shows for the same selection
+    listed: Optional[list]    # every node, when they were all listed (None when named)
+
+
 def find_nodes_with_version(kube, names, requirements, selector_text, *, warn):
-    """(target nodes, resourceVersion of the node list, or None when nodes were named).
+    """(target nodes, resourceVersion of the node list, or None when nodes were named)."""
+    return find_nodes_and_view(kube, names, requirements, selector_text, warn=warn)[:2]
+
+
+def find_nodes_and_view(kube, names, requirements, selector_text, *, warn):
+    """The target nodes and what else the node reads found (``Found``): kubectl's view is
+    every node by default, the selection with -l, the named nodes by name.
 
     Named nodes are read one by one (concurrently): listing a large cluster's
     nodes costs seconds.  Otherwise all nodes are listed once: by default the GPU-node
@@ -32,14 +46,14 @@ def find_nodes_with_version(kube, names, requirements, selector_text, *, warn):
         if missing:
             raise NotFound(f"node(s) not found: {', '.join(missing)}; check the names with "
                            "'kubectl get nodes'")
-        return found, None
+        return Found(found, None, found, None)
     all_nodes, version = kube.list_nodes_with_version()
     if requirements is None:    # the default: the GPU-node rules (core.gpu.NODE_RULES)
         nodes = gpu.gpu_nodes(all_nodes)
         if not nodes:
             raise NotFound("no GPU nodes found: no node has a GPU signal (docs/design.md); label "
                            "them or pass -l/--selector or node names")
-        return nodes, version
+        return Found(nodes, version, all_nodes, all_nodes)
     nodes = [n for n in all_nodes
              if selectors.matches_string(requirements, n["metadata"].get("labels"))]
     if not nodes:
@@ -49,7 +63,7 @@ def find_nodes_with_version(kube, names, requirements, selector_text, *, warn):
     if unselected:
         names_text = ", ".join(n["metadata"]["name"] for n in unselected)
         warn(f"node(s) with GPU capacity are not selected by {selector_text}: {names_text}")
-    return nodes, version
+    return Found(nodes, version, nodes, all_nodes)
 
 
 def _node_or_none(kube, name):

@@ -1,13 +1,14 @@
-"""What ``status`` prints: the seed's node view, then per GPU node its summary and every
-pod's verdict and reason, the PodDisruptionBudgets that would block a move, and the
-versioned json/yaml document (docs/output.md), all from a ``StatusResult``."""
+"""What ``status`` prints: the seed's node view, then per GPU node its summary and the pods
+that need attention (every pod's verdict and reason with ``all_pods``), the
+PodDisruptionBudgets that would block a move, and the versioned json/yaml document
+(docs/output.md), all from a ``StatusResult``."""
 
 from collections import Counter
 from dataclasses import dataclass
-from typing import List
+from typing import List, Optional
 
-from ..core import managers, planner
-from ..core.taints import Taint
+from ..core import gpu, managers, planner
+from ..core.taints import Taint, gpu_taints_on
 from . import tables as output
 
 SCHEMA_VERSION = "gpuisolate.status/v1"
@@ -20,10 +21,27 @@ class StatusResult:
     nodes: List[dict]                 # the selected nodes as the API returned them, in its order
     plans: List[planner.NodePlan]     # one per node, in the same order
     taint: Taint                      # the managed taint (--gpu-taint)
+    view: Optional[List[dict]] = None   # the nodes of the first table (default: ``nodes``)
+
+    @property
+    def view_nodes(self):
+        return self.nodes if self.view is None else self.view
+
+    @property
+    def stray_taints(self):
+        """Nodes of the view with no GPU signal that carry the GPU taint: (name, taint text)."""
+        found = []
+        for node in self.view_nodes:
+            on = gpu_taints_on((node.get("spec") or {}).get("taints"), self.taint)
+            if on and not gpu.is_gpu_node(node):
+                found.append((node["metadata"]["name"], ", ".join(str(Taint.from_api(t)) for t in on)))
+        return found
 
     @property
     def warnings(self):
-        return [w for plan in self.plans for w in plan.warnings]
+        stray = [f"node/{name} has no GPU signal but carries the GPU taint {text}; remove it with "
+                 f"'kubectl gpuisolate untaint {name}'" for name, text in self.stray_taints]
+        return [w for plan in self.plans for w in plan.warnings] + stray
 
 
 def _taint_text(plan):
@@ -43,12 +61,18 @@ def _header(plan, wide):
             f"{', %d terminating' % counts[planner.WAIT] if counts[planner.WAIT] else ''}\n")
 
 
-def _pod_table(plan, wide):
+def needs_attention(decision):
+    """Would move, is gated, has nowhere to land, or carries a warning."""
+    return (decision.action in (planner.MOVE, planner.BLOCKED)
+            or decision.reason in planner.MISPLACED_STAYS or bool(decision.warning))
+
+
+def _pod_table(plan, wide, all_pods=True):
     headers = ["namespace", "pod", "verdict", "reason", "detail"]
     if wide:
         headers[3:3] = ["owner", "pdb"]
     rows = []
-    for d in plan.decisions:
+    for d in plan.decisions if all_pods else [d for d in plan.decisions if needs_attention(d)]:
         row = [d.namespace, d.name, VERDICTS[d.action], d.reason, d.message]
         if wide:
             row[3:3] = [d.owner or "<none>", ",".join(p.name for p in d.pdbs) or "<none>"]
@@ -56,11 +80,12 @@ def _pod_table(plan, wide):
     return output.table(headers, rows)
 
 
-def render_text(result, *, wide=False):
-    parts = [output.node_view(result.nodes)]
+def render_text(result, *, wide=False, all_pods=True):
+    parts = [output.node_view(result.view_nodes)]
     for plan in result.plans:
         parts.append(_header(plan, wide))
-        parts.append(_pod_table(plan, wide))
+        if all_pods or any(needs_attention(d) for d in plan.decisions):
+            parts.append(_pod_table(plan, wide, all_pods))
     blockers = planner.pdb_blockers(result.plans)
     if blockers:
         parts.append("\nPodDisruptionBudgets that would block a move:\n")

@@ -21,11 +21,29 @@ def node_json(sandbox, name):
 
 
 def test_node_table_is_byte_identical_to_kubectl(gpuisolate, seed):
+    """The seed's own command (seed-scenario.md step 3), over every node, byte for byte."""
     result = gpuisolate("status")
     assert result.returncode == 0, result.stderr
-    expected = seed.kubectl("get", "nodes", "-l", "nvidia.com/gpu.present=true", "-o", COLUMNS).stdout
+    expected = seed.kubectl("get", "nodes", "-o", COLUMNS).stdout
     assert node_table(result.stdout) == expected
     assert "true" in expected and "<none>" in expected
+    assert "node-role.kubernetes.io/control-plane" in expected      # the rest of the cluster too
+    selected = gpuisolate("status", "-l", "nvidia.com/gpu.present=true")
+    assert node_table(selected.stdout) == seed.kubectl(
+        "get", "nodes", "-l", "nvidia.com/gpu.present=true", "-o", COLUMNS).stdout
+
+
+def test_a_gpu_taint_on_a_node_without_gpus_is_flagged(gpuisolate, clean):
+    names = clean.kubectl("get", "nodes", "-o", "jsonpath={.items[*].metadata.name}").stdout.split()
+    cpu = [n for n in names if "-md-0-" in n][0]
+    clean.kubectl("taint", "node", cpu, "nvidia.com/gpu=true:NoSchedule")
+    result = gpuisolate("status")
+    assert result.returncode == 0, result.stderr
+    assert (f"Warning: node/{cpu} has no GPU signal but carries the GPU taint "
+            f"nvidia.com/gpu=true:NoSchedule; remove it with 'kubectl gpuisolate untaint {cpu}'"
+            in result.stderr)
+    assert gpuisolate("untaint", cpu).returncode == 0
+    assert "has no GPU signal" not in gpuisolate("status").stderr
 
 
 def test_node_table_covers_labels_and_taint_shapes(gpuisolate, clean):
@@ -73,7 +91,13 @@ def test_status_names_the_misplaced_pods(gpuisolate, seed):
 def test_status_text_and_exit_code(gpuisolate, seed):
     result = gpuisolate("status", "--exit-code")
     assert result.returncode == 1, result.stderr        # seed: untainted GPU nodes, misplaced pods
-    assert "would move" in result.stdout and "llama32-iep-predictor" in result.stdout
+    assert "would move" in result.stdout and "nai-db-0" in result.stdout
+    # By default only the pods that need attention: the inference pod (it tolerates) and the
+    # DaemonSet pods are counted, not listed; --all-pods and -o wide list them.
+    assert "llama32-iep-predictor" not in result.stdout and "cilium-" not in result.stdout
+    for argv in (["--all-pods"], ["-o", "wide"]):
+        every = gpuisolate("status", *argv).stdout
+        assert "llama32-iep-predictor" in every and "cilium-" in every, argv
     for name in GPU_NODES:
         gpus = node_json(seed, name)["status"]["capacity"]["nvidia.com/gpu"]
         assert f"node/{name}: {gpus} GPU, GPU taint absent;" in result.stdout

@@ -53,9 +53,12 @@ def test_json_summary_counts_move_and_blocked_as_would_move():
 
 def test_text_never_says_a_staying_pod_would_move():
     fake = FakeCluster([gpu_node(GPU_A, taints=[GPU_TAINT])], STAYING + [MOVING, TERMINATING])
-    _, out, _ = run_command(fake, "status")
-    assert {row[1]: row[2] for row in table_rows(out)} == {
-        "cilium": "stays", "tol": "stays", "web": "would move", "old": "terminating"}
+    for argv in (["--all-pods"], ["-o", "wide"]):
+        _, out, _ = run_command(fake, "status", *argv)
+        assert {row[1]: row[2] for row in table_rows(out)} == {
+            "cilium": "stays", "tol": "stays", "web": "would move", "old": "terminating"}
+    _, out, _ = run_command(fake, "status")    # by default: only the pods that need attention
+    assert {row[1]: row[2] for row in table_rows(out)} == {"web": "would move"}
 
 
 SELECTOR = "nvidia.com/gpu.present=true"
@@ -111,7 +114,10 @@ def test_the_text_header_names_the_signal_and_wide_explains_it():
     _, wide, _ = run_command(FakeCluster(PLATFORM_NODES, []), "status", "-o", "wide")
     assert "; signal karpenter-gpu-count: labelled karpenter.k8s.aws/instance-gpu-count=1 (Karpenter); " \
            "0 pods" in wide
-    assert "cpu-1" not in out and "cpu-1" not in wide
+    # The node view is kubectl's, over every node; only GPU nodes get a section.
+    assert out.splitlines()[0].split() == ["NAME", "GPU_PRESENT", "TAINTS"]
+    assert any(line.split()[0] == "cpu-1" for line in out.splitlines()[1:])
+    assert "node/cpu-1:" not in out and "node/cpu-1:" not in wide
 
 
 def test_no_gpu_node_by_the_rules_is_exit_6_on_one_line():
@@ -126,3 +132,33 @@ def test_a_selected_node_without_a_signal_says_none():
     _, out, _ = run_command(FakeCluster([node("cpu-1")], []), "status", "cpu-1", "-o", "json")
     assert json.loads(out)["nodes"][0]["signal"] == {
         "code": "none", "message": "no GPU signal; selected by -l/--selector or by name"}
+
+
+def test_the_node_view_covers_every_node_or_the_selection_as_kubectl_would():
+    nodes = [gpu_node(GPU_A, taints=[GPU_TAINT]), node("cpu-1", labels={"pool": "cpu"}),
+             node("cpu-2", labels={"pool": "cpu"}, taints=[GPU_TAINT])]
+    fake = FakeCluster(nodes, [], workers=())
+
+    def first_table(*argv):
+        code, out, err = run_command(fake, "status", *argv)
+        lines = out.split("\n\n")[0].splitlines()
+        return [line.split()[0] for line in lines[1:]], err
+
+    assert first_table()[0] == [GPU_A, "cpu-1", "cpu-2"]
+    assert first_table(GPU_A)[0] == [GPU_A]
+    assert first_table("-l", "pool=cpu")[0] == ["cpu-1", "cpu-2"]
+    _, err = first_table()
+    assert ("Warning: node/cpu-2 has no GPU signal but carries the GPU taint "
+            "nvidia.com/gpu=true:NoSchedule; remove it with 'kubectl gpuisolate untaint cpu-2'") in err
+    doc = json.loads(run_command(fake, "status", "-o", "json")[1])
+    assert [n["name"] for n in doc["nodes"]] == [GPU_A]
+    assert any("node/cpu-2 has no GPU signal" in w for w in doc["warnings"])
+
+
+def test_a_node_with_nothing_to_attend_to_is_one_line():
+    fake = FakeCluster([gpu_node(GPU_A, taints=[GPU_TAINT])], STAYING)
+    _, out, _ = run_command(fake, "status")
+    sections = out.split("\n\n", 1)[1]
+    assert sections.strip().splitlines() == [
+        f"node/{GPU_A}: 2 GPU, GPU taint nvidia.com/gpu=true:NoSchedule; signal gpu-operator-label; "
+        "2 pods: 0 would move, 2 stay (1 daemonset, 1 tolerates)"]

@@ -69,3 +69,18 @@ def test_a_finished_driver_upgrade_is_no_refusal():
     code = evacuate.execute(cluster, options(), out=io.StringIO(), err=io.StringIO(), clock=FakeClock(),
                             stop=None)
     assert code == EXIT_OK and cluster.evicted() == ["apps/web-a"]
+
+
+@pytest.mark.parametrize("kind", sorted(WHO))
+def test_evacuate_taint_never_writes_to_a_node_in_someone_elses_maintenance(kind):
+    untainted = busy(kind)
+    untainted["spec"]["taints"] = [t for t in untainted["spec"]["taints"] if t != GPU_TAINT]
+    cluster = FakeCluster([untainted, gpu_node(GPU_B)],
+                          [pod("web-a", "apps", node_name=GPU_A), pod("web-b", "apps", node_name=GPU_B)])
+    out, err = io.StringIO(), io.StringIO()
+    code = evacuate.execute(cluster, options("--taint"), out=out, err=err, clock=FakeClock(), stop=None)
+    assert code == EXIT_PREFLIGHT
+    assert [entry for entry in cluster.log if entry[0] == "taint"] == [("taint", GPU_B)]
+    assert cluster.evicted() == ["apps/web-b"]
+    assert f"node/{GPU_A} refused, nothing will be evicted there:\n  {WHO[kind]}" in err.getvalue()
+    assert f"node/{GPU_A} tainted" not in out.getvalue() and f"node/{GPU_B} tainted" in out.getvalue()

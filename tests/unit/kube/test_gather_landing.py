@@ -44,6 +44,10 @@ class Counting(FakeCluster):
         self._count("list_nodes")
         return super().list_nodes(selector, limit=limit, retry=retry)
 
+    def list_nodes_with_version(self, selector=None):
+        self._count("list_nodes_with_version")
+        return FakeCluster.list_nodes(self, selector), "1"
+
     def get_pvc(self, namespace, name):
         self._count("get_pvc")
         return super().get_pvc(namespace, name)
@@ -148,3 +152,21 @@ def test_without_the_landing_check_nothing_is_read():
     cluster = Counting([gpu_node(GPU_A, taints=[GPU_TAINT])], [pod("pinned", node_selector={HOST: GPU_A})])
     [plan] = gather.build_plans(cluster, [cluster.get_node(GPU_A)], OPTIONS)
     assert (plan.decisions[0].action, cluster.calls) == (MOVE, [])
+
+
+def test_status_reuses_its_node_list_for_the_landing_check():
+    from ..commands.helpers import run_command
+
+    cluster = Counting([gpu_node(GPU_A, taints=[GPU_TAINT])], [pod("web")])
+    code, out, _ = run_command(cluster, "status")
+    assert code == 0 and "would move" in out
+    assert cluster.calls == ["list_nodes_with_version", "get_controller"]
+
+
+def test_the_landing_check_keeps_only_what_it_reads_of_a_node():
+    big = gpu_node(GPU_B)
+    big["metadata"]["annotations"] = {"x": "y" * 1000}
+    big["status"]["nodeInfo"] = {"kernelVersion": "5"}
+    found = gather._node_essentials(big)
+    assert found == {"metadata": {"name": GPU_B, "labels": big["metadata"]["labels"]},
+                     "spec": big["spec"], "status": {"capacity": big["status"]["capacity"]}}
