@@ -2,6 +2,7 @@
 settle window; the Unschedulable ones are reported with the scheduler's message.  A fake clock:
 the window passes as the watch naps."""
 
+import threading
 from dataclasses import dataclass, field
 from typing import List
 
@@ -162,3 +163,12 @@ def test_unschedulable_means_pod_scheduled_false_for_that_reason():
                                                 message="m")) is None
     assert unschedulable_message(with_condition(status="True", reason="Unschedulable")) is None
     assert unschedulable_message(pod("p")) is None
+
+
+def test_an_interrupted_run_watches_nothing():
+    stop = threading.Event()
+    stop.set()
+    kube = Unscheduled([stuck()])
+    found = ReplacementWatch(kube, Halt(FakeClock(), stop), before=frozenset()).run(
+        [Result("gpu-1", [moved("web-1", WEB)])])
+    assert found == [] and kube.calls == 0
