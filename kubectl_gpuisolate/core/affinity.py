@@ -8,7 +8,11 @@ Pure.  The rules are the API's (k8s.io/component-helpers nodeaffinity):
 - In and NotIn compare the label's value with the list; NotIn and DoesNotExist also hold when
   the label is absent; Gt and Lt compare integers, and fail when the label is absent or either
   side is not an integer;
-- matchFields knows only ``metadata.name``, with In and NotIn.
+- matchFields knows only ``metadata.name``, with In and NotIn;
+- a PersistentVolume's nodeAffinity is matched against the node's labels alone
+  (k8s.io/component-helpers storage/volume CheckNodeAffinity), and a node without fields skips
+  matchFields: so a PV's matchFields never rule a node out, and a term of matchFields only
+  matches every node.
 """
 
 from typing import Any, Dict, List, Mapping, Optional, Sequence
@@ -57,21 +61,23 @@ def field_holds(expression: Mapping[str, Any], node: Obj) -> bool:
     return expression_holds(expression, node_name(node))
 
 
-def term_holds(term: Mapping[str, Any], node: Obj) -> bool:
+def term_holds(term: Mapping[str, Any], node: Obj, with_fields: bool = True) -> bool:
+    """One term; ``with_fields`` False skips its matchFields (as for a PV's nodeAffinity)."""
     expressions = term.get("matchExpressions") or []
     fields = term.get("matchFields") or []
     if not expressions and not fields:
         return False
     labels = node_labels(node)
     return (all(expression_holds(e, labels.get(e.get("key", ""))) for e in expressions)
-            and all(field_holds(f, node) for f in fields))
+            and (not with_fields or all(field_holds(f, node) for f in fields)))
 
 
-def selector_holds(selector: Optional[Mapping[str, Any]], node: Obj) -> bool:
+def selector_holds(selector: Optional[Mapping[str, Any]], node: Obj, with_fields: bool = True
+                   ) -> bool:
     """A NodeSelector (``{nodeSelectorTerms: [...]}``); None means no constraint."""
     if selector is None:
         return True
-    return any(term_holds(t, node) for t in selector.get("nodeSelectorTerms") or ())
+    return any(term_holds(t, node, with_fields) for t in selector.get("nodeSelectorTerms") or ())
 
 
 def node_selector_holds(node_selector: Optional[Mapping[str, str]], node: Obj) -> bool:
@@ -87,6 +93,12 @@ def required_affinity(pod_spec: Mapping[str, Any]) -> Optional[Obj]:
 
 def pv_affinity(pv: Mapping[str, Any]) -> Optional[Obj]:
     return ((pv.get("spec") or {}).get("nodeAffinity") or {}).get("required")
+
+
+def pv_affinity_holds(pv: Mapping[str, Any], node: Obj) -> bool:
+    """A PersistentVolume's nodeAffinity on a node, as the scheduler's VolumeBinding checks it:
+    on the node's labels only, so its matchFields are skipped."""
+    return selector_holds(pv_affinity(pv), node, with_fields=False)
 
 
 def describe_expression(expression: Mapping[str, Any]) -> str:

@@ -118,7 +118,7 @@ def _is_zone_key(key: str) -> bool:
 def _pv_holds(pv: Any, node: Obj) -> bool:
     if pv == MISSING:
         return False
-    return pv is None or affinity.selector_holds(affinity.pv_affinity(pv), node)
+    return pv is None or affinity.pv_affinity_holds(pv, node)
 
 
 def volumes_hold(pod: Pod, node: Obj) -> bool:

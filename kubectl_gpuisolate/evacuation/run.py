@@ -16,7 +16,7 @@ from ..core.taints import ALREADY_TAINTED, gpu_taints_on
 from ..errors import AuthError, GpuIsolateError
 from ..flags import DryRun
 from ..kube.gather import build_plans
-from ..kube.nodes import apply_taint, find_nodes
+from ..kube.nodes import apply_taint, find_nodes_and_view
 from ..output import tables as output
 from ..output.evacuate import report_pdbs, report_refusal, report_unschedulable
 from ..output.taint import TaintChange, render_change
@@ -118,7 +118,7 @@ def _taint_first(kube, nodes, options, stream):
     return [updated.get(n["metadata"]["name"], n) for n in nodes], set(updated)
 
 
-def build_node_plans(kube, nodes, options, warn, run):
+def build_node_plans(kube, nodes, options, warn, run, cluster_nodes):
     """build_plans, each node planned against its fence while it is only fenced (seal.py)."""
     groups: dict = {}
     for node in nodes:
@@ -126,7 +126,8 @@ def build_node_plans(kube, nodes, options, warn, run):
     plans = {}
     for plan_options, group in groups.items():
         for node, plan in zip(group, build_plans(kube, group, plan_options, landing_check=True,
-                                                 warn=warn, run=run)):
+                                                 warn=warn, run=run,
+                                                 cluster_nodes=cluster_nodes)):
             plans[node["metadata"]["name"]] = plan
     return [plans[n["metadata"]["name"]] for n in nodes]
 
@@ -181,8 +182,9 @@ class Evacuation:
         """Finds the nodes, taints them first if asked, plans and checks them, and reports
         the refusals and the PDBs that will hold pods back; returns (nodes, checks)."""
         options, err = self.options, self.err
-        nodes = find_nodes(self.kube, options.names, options.requirements, options.selector_text,
-                           warn=lambda message: output.warn(message, err))
+        # The cluster's nodes, when listed, also serve every landing check of the run.
+        nodes, _, _, self.cluster_nodes = find_nodes_and_view(
+            self.kube, options.names, options.requirements, options.selector_text, warn=self._warn)
         if any(managers.is_autopilot(node) for node in nodes):
             raise NothingToDo(managers.AUTOPILOT_NOTE)
         self.fenced = set()
@@ -198,7 +200,8 @@ class Evacuation:
             written = {n["metadata"]["name"]: n for n in tainted}
             nodes = [written.get(n["metadata"]["name"], n) for n in nodes]
         self.run_names = frozenset(n["metadata"]["name"] for n in nodes)
-        plans = build_node_plans(self.kube, nodes, options, self._warn, self.run_names)
+        plans = build_node_plans(self.kube, nodes, options, self._warn, self.run_names,
+                                 self.cluster_nodes)
         for warning in [w for p in plans for w in p.warnings] + \
                 already_noexecute_warnings(self.kube, nodes, options):
             output.warn(warning, err)
@@ -269,7 +272,8 @@ class Evacuation:
         """A fresh read of the node and its pods, checked again: it may have waited its turn."""
         node = self.kube.get_node(name)
         plan = build_plans(self.kube, [node], plan_options_for(node, self.options),
-                           landing_check=True, warn=self._warn, run=self.run_names)[0]
+                           landing_check=True, warn=self._warn, run=self.run_names,
+                           cluster_nodes=self.cluster_nodes)[0]
         return node, preflight(plan, self.options)
 
     def _evacuate(self, evictor, plan):

@@ -91,11 +91,16 @@ def consumer_pods():
 
 
 def deployment(name, node_name):
+    """An ordinary Deployment that the scheduler prefers to put on ``node_name``: preferred, not
+    required, so that its replacement may land elsewhere (a pin would leave it nowhere to land)."""
     labels = {"app": name}
+    prefer = {"nodeAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [{
+        "weight": 100, "preference": {"matchExpressions": [
+            {"key": "kubernetes.io/hostname", "operator": "In", "values": [node_name]}]}}]}}
     return {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": name, "namespace": NS},
             "spec": {"replicas": 1, "selector": {"matchLabels": labels},
                      "template": {"metadata": {"labels": labels}, "spec": {
-                         "nodeSelector": {"kubernetes.io/hostname": node_name},
+                         "affinity": prefer,
                          "terminationGracePeriodSeconds": 0,
                          "containers": [{"name": "main", "image": "busybox",
                                          "resources": {"requests": {"cpu": "10m"}}}]}}}}

@@ -107,6 +107,25 @@ def test_required_affinity_and_pv_affinity():
     assert affinity.pv_affinity({}) is None
 
 
+def test_a_pv_affinity_skips_match_fields_as_the_scheduler_does():
+    # kube-scheduler's VolumeBinding matches a PV's nodeAffinity on the node's labels alone, and
+    # a node without fields skips matchFields (found by tests/e2e/test_landing_oracle.py).
+    ssd = node("n1", labels={"disk": "ssd"})
+    fields_in = {"matchExpressions": [expr("disk", "Exists")],
+                 "matchFields": [expr("metadata.name", "In", "other")]}
+    fields_not_in = {"matchFields": [expr("metadata.name", "NotIn", "n1")]}
+    for term in (fields_in, fields_not_in):
+        pv = {"spec": {"nodeAffinity": {"required": {"nodeSelectorTerms": [term]}}}}
+        assert affinity.pv_affinity_holds(pv, ssd) is True
+        assert affinity.selector_holds({"nodeSelectorTerms": [term]}, ssd) is False
+    hdd_only = {"matchExpressions": [expr("disk", "In", "hdd")],
+                "matchFields": [expr("metadata.name", "In", "n1")]}
+    for term in (hdd_only, {}):
+        pv = {"spec": {"nodeAffinity": {"required": {"nodeSelectorTerms": [term]}}}}
+        assert affinity.pv_affinity_holds(pv, ssd) is False
+    assert affinity.pv_affinity_holds({"spec": {}}, ssd) is True
+
+
 @pytest.mark.parametrize("selector, text", [
     ({"nodeSelectorTerms": [{"matchExpressions": [expr("k", "In", "a", "b")]}]}, "k In [a, b]"),
     ({"nodeSelectorTerms": [{"matchExpressions": [expr("k", "NotIn", "a")]}]}, "k NotIn [a]"),

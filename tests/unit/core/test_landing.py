@@ -69,9 +69,11 @@ def with_claim(claim="data", **kw):
     (with_claim(), {("default", "data"): None}, ("cpu-a1", "cpu-a2", "cpu-b1")),
     (with_claim(), {("default", "data"): pv("pv-free")}, ("cpu-a1", "cpu-a2", "cpu-b1")),
     (with_claim(namespace="other"), {("default", "data"): pv("pv-z", term((ZONE, "In", ["b"])))}, ()),
+    (with_claim(), {("default", "data"): pv("pv-f", term((ZONE, "In", ["a"]), fields=[
+        ("metadata.name", "In", ["cpu-b1"])]))}, ("cpu-a1", "cpu-a2")),
 ], ids=["plain", "tolerates-control-plane", "selector-zone", "selector-label", "notin", "doesnotexist",
         "terms-ored", "match-fields", "zonal-pv", "unbound-claim", "pv-without-affinity",
-        "claim-of-another-namespace-is-missing"])
+        "claim-of-another-namespace-is-missing", "pv-match-fields-are-skipped"])
 def test_landing_nodes(the_pod, volumes, nodes):
     assert land(the_pod, cluster(volumes=volumes)).nodes == nodes
 
