@@ -2,8 +2,9 @@
 
 Advisory: one warning per shortfall on stderr (``output.evacuate.report_fit``), never a
 refusal; dry runs warn too.  It reads the nodes and one cluster-wide list of the pods that are
-not Succeeded or Failed (each kept as its requests, ``Kube.list_pod_requests``), and only when
-a moving pod's landing nodes are known.  A real run reads that pod list anyway: the UIDs it
+not Succeeded or Failed (each kept as its requests, ``Kube.list_pod_requests``; the nodes
+come from the run's own list when it has one), and only when a moving pod's landing nodes are
+known.  A real run reads that pod list anyway: the UIDs it
 holds are the pods that existed before the first eviction, which the replacement watch
 (``replacements.py``) needs to tell the replacements apart.
 """
@@ -17,9 +18,10 @@ from ..output import tables as output
 from ..output.evacuate import report_fit
 
 
-def check_fit(kube, plans, options, err) -> Optional[FrozenSet[str]]:
+def check_fit(kube, plans, options, err, nodes=None) -> Optional[FrozenSet[str]]:
     """Warns of each shortfall of the plans' moving pods; returns the UIDs of the pods that
-    exist now (None when they were not read)."""
+    exist now (None when they were not read).  ``nodes``: every node, when the run has listed
+    them already (else they are listed here, if needed)."""
     moving = [d for plan in plans for d in plan.to_move]
     landed = [d for d in moving if d.landing]
     watching = options.dry_run is DryRun.NONE and any(d.owner_uid for d in moving)
@@ -27,7 +29,8 @@ def check_fit(kube, plans, options, err) -> Optional[FrozenSet[str]]:
         return None
     try:
         pods = kube.list_pod_requests()
-        nodes = kube.list_nodes() if landed else []
+        if nodes is None:
+            nodes = kube.list_nodes() if landed else []
     except GpuIsolateError as exc:
         output.warn(f"could not read the pods and nodes to check whether the moving pods fit "
                     f"where they can land, nor watch their replacements: {exc}", err)

@@ -149,7 +149,8 @@ class Evacuation:
     def run(self):
         """Returns one NodeResult per node, in the order the nodes were found."""
         nodes, checks = self._prepare()
-        before = check_fit(self.kube, [c.plan for c in checks if c.ok], self.options, self.err)
+        before = check_fit(self.kube, [c.plan for c in checks if c.ok], self.options, self.err,
+                           self.cluster_nodes)
         if self.options.dry_run is DryRun.CLIENT:
             return [self._sealed(node, NodeResult(c.plan.name, c.plan, NodeState.PLANNED))
                     if c.ok else _refused(c) for node, c in zip(nodes, checks)]

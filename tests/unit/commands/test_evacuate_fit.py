@@ -192,3 +192,13 @@ def test_a_pod_too_large_for_any_landing_node_alone_is_warned_of():
                                  decision("web-4", ["cpu-1", "cpu-2"]))])
     assert said == ["Warning: a pod needs 2.6 CPU; the landing node with the most free has 2.5 "
                     "(cpu-2); its replacement will stay Pending"]
+
+
+def test_the_runs_own_node_list_serves_the_fit_check():
+    cluster = short_cluster()
+    calls = []
+    real = cluster.list_nodes
+    cluster.list_nodes = lambda *args, **kw: calls.append(args) or real(*args, **kw)
+    cluster.list_nodes_with_version = lambda selector=None: (real(selector), "1")   # the run's list
+    code, _, err = execute(cluster, "--dry-run=client")          # the GPU nodes found by the rules
+    assert SHORT in err.splitlines() and calls == []
