@@ -34,11 +34,11 @@ def apply(sandbox, *objects):
                                                            "items": list(objects)}))
 
 
-def deployment(name, namespace, replicas, *, node=None, prefer=None, labels=None):
+def deployment(name, namespace, replicas, *, node=None, prefer=None, labels=None, cpu="10m"):
     """A Deployment; ``node`` requires, ``prefer`` prefers that node by hostname."""
     labels = {"app": name, **(labels or {})}
     spec = {"containers": [{"name": "main", "image": "busybox",
-                            "resources": {"requests": {"cpu": "10m", "memory": "16Mi"}}}],
+                            "resources": {"requests": {"cpu": cpu, "memory": "16Mi"}}}],
             "terminationGracePeriodSeconds": 0}
     if node:
         spec["nodeSelector"] = {"kubernetes.io/hostname": node}
@@ -144,23 +144,29 @@ def test_a_never_allowing_pdb_is_reported_up_front_and_exits_non_zero(gpuisolate
 
 
 def pinned_pair(sandbox, namespace):
-    """Two pods pinned to GPU A under a maxUnavailable-1 PDB, both Ready and the PDB allowing 1."""
-    apply(sandbox, deployment("pinned", namespace, 2, node=GPU_A))
+    """Two pods on GPU A under a maxUnavailable-1 PDB, both Ready and the PDB allowing 1.  Each
+    requests more CPU than a CPU worker has and GPU B is tainted, so once GPU A is tainted too
+    their replacements stay Pending (Unschedulable: Insufficient cpu).  Not pinned by hostname:
+    evacuate leaves a pod whose replacement could land nowhere in place."""
+    sandbox.kubectl("taint", "node", GPU_B, "nvidia.com/gpu=true:NoSchedule", "--overwrite")
+    apply(sandbox, deployment("pinned", namespace, 2, prefer=GPU_A, cpu="17"))
     wait_ready(sandbox, namespace, "app=pinned", 2, where=[GPU_A])
     apply(sandbox, pdb("pinned", namespace, {"matchLabels": {"app": "pinned"}}, maxUnavailable=1))
     wait_pdb_allows(sandbox, namespace, "pinned", 1)
 
 
 def test_a_pdb_at_zero_blocks_until_the_deadline(gpuisolate, clean, namespace):
-    """Replacements pinned to the GPU node stay Pending once it is tainted, so after the first
-    eviction the PDB allows none: the second pod waits, retried, until --timeout."""
+    """Replacements that fit nowhere stay Pending, so after the first eviction the PDB allows
+    none: the second pod waits, retried, until --timeout."""
     pinned_pair(clean, namespace)
     result = gpuisolate("evacuate", GPU_A, "--taint", "--delete-emptydir-data", "--timeout", "20s")
     assert result.returncode == 10, result.stderr
     assert f"blocked by PDB {namespace}/pinned: needs 1 healthy, has" in result.stderr
-    pending = [line for line in result.stdout.split("Not moved:")[1].splitlines()
+    pending = [line for line in result.stdout.split("Not moved:")[1].split("\n\n")[0].splitlines()
                if f"{namespace}/pinned-" in line]
     assert len(pending) == 1 and f"PDB {namespace}/pinned: needs 1 healthy, has" in pending[0]
+    # Past the deadline, one look at the first pod's replacement: the scheduler's verdict.
+    assert f"replacement {namespace}/pinned-" in result.stderr and "Insufficient cpu" in result.stderr
     assert "can never allow" not in result.stderr
     # Everything else on the node moved.
     others = [p for p in clean.pods_on(GPU_A) if owner_kind(p) not in ("DaemonSet", None)
