@@ -38,12 +38,14 @@ def _replicaset(name, node, replicas, gpu):
     labels = {LABEL: "gpu" if gpu else "app", "app": name}
     container = {"name": "main", "image": "registry.example/bench:1.0",
                  "resources": {"requests": {"cpu": "10m", "memory": "16Mi"}}}
-    spec = {"containers": [container], "nodeSelector": {"kubernetes.io/hostname": node},
-            "terminationGracePeriodSeconds": 30}
+    spec = {"containers": [container], "terminationGracePeriodSeconds": 30}
     if gpu:
         container["resources"] = {"requests": {"cpu": "1", "memory": "1Gi", "nvidia.com/gpu": "1"},
                                   "limits": {"nvidia.com/gpu": "1"}}
         spec["tolerations"] = [{"key": GPU_TAINT_KEY, "operator": "Exists", "effect": "NoSchedule"}]
+        spec["nodeSelector"] = {"kubernetes.io/hostname": node}
+    # The ordinary pods are not pinned: evacuate's landing check leaves a pinned pod in place (its
+    # replacement could land nowhere else).  reset() places them by cordoning the other nodes.
     return {"apiVersion": "apps/v1", "kind": "ReplicaSet",
             "metadata": {"name": name, "namespace": NS, "labels": labels},
             "spec": {"replicas": replicas, "selector": {"matchLabels": labels},
@@ -122,19 +124,18 @@ class Workload:
         self.wait("the old bench pods to go",
                   lambda: (not self.items("pods", "-n", NS, "-l", f"{LABEL}=app"), "pods left"))
         self.wait("the GPU pods", self._gpu_pods_ready)
-        self.k("create", "-f", "-", stdin=_items(*[_replicaset(f"app-{i}", n, pods, False)
-                                                   for i, n in enumerate(GPU_NODES)]))
-
-        def placed():
-            running = [p for p in self.pods("app") if p["status"].get("phase") == "Running"]
-            per_node = {n: sum(1 for p in running if p["spec"].get("nodeName") == n) for n in GPU_NODES}
-            return all(v == pods for v in per_node.values()), f"Running per node: {per_node}"
-        self.wait(f"{pods} pods on each GPU node", placed)
-        land = json.dumps([{"op": "replace", "path": "/spec/template/spec/nodeSelector",
-                            "value": {LABEL: "land"}}])
-        for i in range(len(GPU_NODES)):
-            self.k("patch", "rs", f"app-{i}", "-n", NS, "--type=json", "-p", land)
+        for i, node in enumerate(GPU_NODES):     # each node's pods while only it is schedulable
+            self.k("cordon", *[n for n in GPU_NODES + LAND_NODES if n != node])
+            self.k("uncordon", node)
+            self.k("create", "-f", "-", stdin=_items(_replicaset(f"app-{i}", node, pods, False)))
+            self.wait(f"{pods} pods on {node}", lambda node=node: self._placed(node, pods))
+        self.k("uncordon", *GPU_NODES, *LAND_NODES)
         return {p["metadata"]["uid"] for p in self.pods("gpu")}
+
+    def _placed(self, node, pods):
+        running = [p for p in self.pods("app") if p["status"].get("phase") == "Running"
+                   and p["spec"].get("nodeName") == node]
+        return len(running) == pods, f"{len(running)} of {pods} Running on {node}"
 
     def after(self, gpu_uids):
         """(GPU pods restarted, ordinary pods still on the GPU nodes)."""

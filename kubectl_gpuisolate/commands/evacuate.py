@@ -8,7 +8,10 @@ evicted pods could come straight back (--taint taints it first, as 'taint'
 does).  Nothing is ever cordoned, and a cordon someone else set is left alone.
 Before anything is evicted on a node its plan is checked as a whole: a pod that
 needs --delete-emptydir-data or --force, or that several PDBs match, refuses the
-node.
+node.  A pod whose replacement could be scheduled on no node outside the run (a
+hostname pin, a local or zonal volume, a nodeName in its controller's template,
+nothing else untainted) is never evicted: the summary names it with the
+constraint, and it does not change the exit code.
 
 A NoExecute GPU taint deletes, through the taint-eviction controller, every pod that does not
 tolerate it, bypassing the Eviction API and every PodDisruptionBudget.  So --taint with a
@@ -41,6 +44,7 @@ from ..core import planner
 from ..core.noexecute import PREFER_NO_SCHEDULE
 from ..core.taints import DEFAULT_TAINT, Taint, parse_taint
 from ..errors import EXIT_FENCED, EXIT_INCOMPLETE, EXIT_OK, EXIT_PREFLIGHT, Interrupted, UsageError
+from ..evacuation.audit import WRITERS as EVENT_WRITERS
 from ..evacuation.run import Evacuation, NothingToDo
 from ..flags import DryRun, add_dry_run_flag, add_output_flag, parse_dry_run, parse_duration
 from ..interrupts import graceful
@@ -105,8 +109,8 @@ class EvacuateOptions(OnNodes):
     @property
     def pool_size(self):
         # Evictions, plus per node slot its watch and the watches of finished nodes that
-        # are still in their (5s) window, plus the planner's reads.
-        return self.max_parallel + 4 * self.parallel_nodes + 8
+        # are still in their (5s) window, plus the planner's reads, plus the event writers.
+        return self.max_parallel + 4 * self.parallel_nodes + 8 + EVENT_WRITERS
 
     # The engine (evacuation/run.py) reads the target's fields from the options.
     @property

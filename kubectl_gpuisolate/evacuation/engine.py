@@ -5,7 +5,9 @@ It owns the policy of an evacuation, not the choice of pods (that is
 capped exponential backoff and jitter that honours Retry-After, one eviction at a
 time per PodDisruptionBudget, a bounded number of evictions in parallel, the
 wait for each evicted pod to be gone (``watch``), the run's deadline, and stopping
-cleanly on an interrupt (``state.Halt``): no new eviction starts once it is set.
+cleanly on an interrupt (``state.Halt``): no new eviction starts once it is set.  It tells
+the ``audit`` (the run's Events) of each eviction accepted and each PDB refusal; the audit
+only queues them.
 
 The Kube-like object is duck-typed: ``evict``, ``get_pod``,
 ``list_pods_on_node_with_version`` and ``watch_pods_on_node``; the clock has
@@ -20,6 +22,7 @@ from concurrent.futures import ThreadPoolExecutor
 from ..errors import ApiError, ConnectionFailed
 from ..flags import DryRun
 from ..kube.retry import EVICTIONS
+from .audit import Audit
 from .plan import lanes
 from .policy import Kind, after_conflict, classify
 from .state import (
@@ -36,6 +39,7 @@ from .state import (
 )
 from .watch import GoneWatcher
 
+NO_AUDIT = Audit(None, enabled=False, warn=None)
 HALT_GRACE = 5.0     # real seconds to let requests in flight finish after a stop or the deadline
 TICK = 0.5           # real seconds between checks while waiting
 
@@ -109,10 +113,11 @@ def _send(kube, target, grace_period, dry_run):
 
 
 def evict_pod(kube, node, target, *, halt, dry_run=DryRun.NONE, grace_period=-1,
-              backoff=EVICTIONS, rng=None):
+              backoff=EVICTIONS, rng=None, audit=None):
     """Evicts one pod of ``node`` (a NodeEvacuation), retrying with backoff until the server
     accepts, the pod is gone, a verdict ends it, or ``halt`` stops the run."""
     rng = rng or random.Random()
+    audit = audit or NO_AUDIT
     if node.state_of(target.uid) == GONE:
         return
     node.set_state(target.uid, EVICTING, say=f"evicting pod {target.ref}{dry_run.suffix}")
@@ -122,10 +127,13 @@ def evict_pod(kube, node, target, *, halt, dry_run=DryRun.NONE, grace_period=-1,
         if verdict is None:
             if dry_run is DryRun.NONE:
                 node.set_state(target.uid, EVICTED, say=f"evicted pod {target.ref}")
+                audit.evicted(node.node, target)
             else:
                 node.set_state(target.uid, WOULD_EVICT,
                                say=f"pod {target.ref} would be evicted{dry_run.suffix}")
             return
+        if verdict.kind is Kind.PDB:
+            audit.eviction_blocked(node.node, target, verdict.note)
         if ON_VERDICT[verdict.kind](node, target, verdict, dry_run) or \
                 node.state_of(target.uid) == GONE:
             return
@@ -140,15 +148,17 @@ def evict_pod(kube, node, target, *, halt, dry_run=DryRun.NONE, grace_period=-1,
 class Evictor:
     """Evacuates nodes, one call of ``evacuate_node`` per node (callable from several threads):
     a pool of at most ``max_parallel`` evictions and one lock per PodDisruptionBudget, shared
-    by every node, so a PDB spanning nodes still sees one eviction at a time."""
+    by every node, so a PDB spanning nodes still sees one eviction at a time.  ``audit`` (an
+    ``audit.Audit``) hears of the evictions and PDB refusals; None writes no events."""
 
     def __init__(self, kube, *, halt=None, dry_run=DryRun.NONE, grace_period=-1, max_parallel=8,
-                 progress=None, rng=None, backoff=EVICTIONS, poll_interval=1.0, watch_window=5.0):
+                 progress=None, rng=None, backoff=EVICTIONS, poll_interval=1.0, watch_window=5.0,
+                 audit=None):
         self._kube = kube
         self.halt = halt or Halt()
         self._dry_run = dry_run
         self._eviction = dict(halt=self.halt, dry_run=dry_run, grace_period=grace_period,
-                              backoff=backoff, rng=rng or random.Random())
+                              backoff=backoff, rng=rng or random.Random(), audit=audit)
         self._progress = progress or (lambda message: None)
         self._say_lock = threading.Lock()
         self._watching = dict(poll=poll_interval, window=watch_window)

@@ -20,6 +20,7 @@ from ..kube.nodes import apply_taint, find_nodes_and_view
 from ..output import tables as output
 from ..output.evacuate import report_pdbs, report_refusal, report_unschedulable
 from ..output.taint import TaintChange, render_change
+from .audit import Audit
 from .engine import Evictor
 from .fit import check_fit
 from .plan import preflight, targets_for
@@ -145,6 +146,8 @@ class Evacuation:
         self.halt = Halt(clock, stop, clock.now() + options.timeout if options.timeout else None)
         self.progress = output.Progress(err)
         self.engine_args = engine_args
+        self.audit = Audit(kube, enabled=options.dry_run is DryRun.NONE,   # no events in dry runs
+                           warn=lambda message: output.warn(message, err))
 
     def run(self):
         """Returns one NodeResult per node, in the order the nodes were found."""
@@ -157,11 +160,13 @@ class Evacuation:
         options = self.options
         evictor = Evictor(self.kube, halt=self.halt, dry_run=options.dry_run,
                           grace_period=options.grace_period, max_parallel=options.max_parallel,
-                          progress=self.progress, **self.engine_args)
+                          progress=self.progress, audit=self.audit, **self.engine_args)
         try:
             results = self._run_nodes(evictor, nodes, checks)
+            self.audit.refused(r.plan for r in results if r.refused)
         finally:
             evictor.close()
+            self.audit.close()
         if self.halt.stop.is_set():
             self.progress("interrupted: no new evictions were started")
         elif options.dry_run is DryRun.NONE:
@@ -286,7 +291,9 @@ class Evacuation:
         self.progress(f"node/{plan.name}: {len(plan.to_move)} pod(s) to evict, "
                       f"{sum(1 for t in targets if t.terminating)} terminating, "
                       f"{sum(plan.stay_reasons.values())} stay")
+        self.audit.planned(plan)
         outcomes = evictor.evacuate_node(plan.name, targets)
+        self.audit.node_done(plan, outcomes)
         if self.options.dry_run is not DryRun.NONE:
             # A dry run waits for nothing: a pod already terminating would be gone anyway.
             outcomes = [Outcome(o.target, WOULD_EVICT) if o.state == TERMINATING else o

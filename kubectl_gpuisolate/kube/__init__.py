@@ -2,7 +2,7 @@
 
 It owns: turning the selected kubeconfig context into a TLS connection and
 credentials, JSON requests with bounded retries for safe calls, paginated
-lists, resourceVersion-guarded node patches, evictions and watches.  Objects
+lists, resourceVersion-guarded node patches, evictions, watches and Events on pods.  Objects
 stay plain JSON dicts: decoding tens of thousands of pods into client model
 objects is what makes Python tools slow at scale.
 
@@ -76,6 +76,9 @@ class KubeApi(Protocol):
 
     def watch_pods_on_node(self, node_name: str, resource_version: str,
                            timeout_seconds: float) -> Iterator[Tuple[str, Obj]]: ...
+
+    def create_event(self, namespace: str, involved: Obj, reason: str, message: str,
+                     type_: str) -> None: ...
 
 
 __all__ = ["Kube", "KubeApi", "Obj", "connect"]

@@ -1,10 +1,13 @@
-"""What the plugin asks of the API server: nodes, pods, PDBs, DaemonSets, evictions, watches.
+"""What the plugin asks of the API server: nodes, pods, PDBs, DaemonSets, evictions, watches,
+events.
 
 Owns: resourceVersion-guarded node taint writes, pod lists by node (from the watch cache when
 an earlier consistent read allows it), evictions with a UID precondition, watches of a node's
-pods, access reviews, and loading the kubeconfig (or the in-cluster config) into a connection.
-Every write takes the one dry-run value (``flags.DryRun``).  ``Kube`` has a Transport and
-offers only these calls (``kube.KubeApi``): nothing above it sends raw requests.
+pods, access reviews, Events on pods, and loading the kubeconfig (or the in-cluster config)
+into a connection.  Every write that changes the cluster takes the one dry-run value
+(``flags.DryRun``); an Event records what a run did, so a dry run writes none (its caller,
+``evacuation.audit``, does not call ``create_event``).  ``Kube`` has a Transport and offers
+only these calls (``kube.KubeApi``): nothing above it sends raw requests.
 """
 
 import json
@@ -34,6 +37,7 @@ CONTROLLER_PATHS = {
     "ReplicationController": "/api/v1/namespaces/{namespace}/replicationcontrollers/{name}",
     "Job": "/apis/batch/v1/namespaces/{namespace}/jobs/{name}",
 }
+COMPONENT = "kubectl-gpuisolate"          # an Event's source.component and reportingComponent
 
 
 class Kube:
@@ -216,6 +220,26 @@ class Kube:
         self._transport.request("POST", f"/api/v1/namespaces/{namespace}/pods/{name}/eviction",
                                 params=params, body=body, content_type="application/json",
                                 retry=False, what=f"evicting pod {namespace}/{name}")
+
+    # -- events ----------------------------------------------------------------------------------
+    def create_event(self, namespace, involved, reason, message, type_):
+        """POSTs a core/v1 Event about the pod ``involved`` ({"name", "uid"}) of ``namespace``.
+
+        The form ``kubectl describe pod`` shows and the kubelet writes: first and last
+        timestamps, count 1, no eventTime (with one, the API requires action and
+        reportingInstance).  Sent once, never retried: a record must not hold anything up,
+        and its caller decides what a failure means."""
+        now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+        body = {"apiVersion": "v1", "kind": "Event",
+                "metadata": {"generateName": f"{involved['name']}.", "namespace": namespace},
+                "involvedObject": {"apiVersion": "v1", "kind": "Pod", "namespace": namespace,
+                                   "name": involved["name"], "uid": involved["uid"]},
+                "reason": reason, "message": message, "type": type_,
+                "source": {"component": COMPONENT}, "reportingComponent": COMPONENT,
+                "firstTimestamp": now, "lastTimestamp": now, "count": 1}
+        self._transport.request("POST", f"/api/v1/namespaces/{namespace}/events", body=body,
+                                content_type="application/json", retry=False,
+                                what=f"writing an event on pod {namespace}/{involved['name']}")
 
     def watch_pods_on_node(self, node_name, resource_version, timeout_seconds):
         """Yields (type, pod) events for pods bound to the node until the server ends the watch."""

@@ -34,14 +34,12 @@ def apply(sandbox, *objects):
                                                            "items": list(objects)}))
 
 
-def deployment(name, namespace, replicas, *, node=None, prefer=None, labels=None, cpu="10m"):
-    """A Deployment; ``node`` requires, ``prefer`` prefers that node by hostname."""
+def deployment(name, namespace, replicas, *, prefer=None, labels=None):
+    """A Deployment; ``prefer`` prefers that node by hostname."""
     labels = {"app": name, **(labels or {})}
     spec = {"containers": [{"name": "main", "image": "busybox",
-                            "resources": {"requests": {"cpu": cpu, "memory": "16Mi"}}}],
+                            "resources": {"requests": {"cpu": "10m", "memory": "16Mi"}}}],
             "terminationGracePeriodSeconds": 0}
-    if node:
-        spec["nodeSelector"] = {"kubernetes.io/hostname": node}
     if prefer:
         spec["affinity"] = {"nodeAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [
             {"weight": 100, "preference": {"matchExpressions": [
@@ -50,6 +48,18 @@ def deployment(name, namespace, replicas, *, node=None, prefer=None, labels=None
             "metadata": {"name": name, "namespace": namespace},
             "spec": {"replicas": replicas, "selector": {"matchLabels": labels},
                      "template": {"metadata": {"labels": labels}, "spec": spec}}}
+
+
+def stuck_deployment(name, namespace, replicas):
+    """Pods that fit only on GPU A: by the filters they may also land on the first CPU worker,
+    which has too little CPU for them (resources are the scheduler's, not the landing check's)."""
+    obj = deployment(name, namespace, replicas)
+    spec = obj["spec"]["template"]["spec"]
+    spec["containers"][0]["resources"]["requests"]["cpu"] = "17"
+    spec["affinity"] = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
+        "nodeSelectorTerms": [{"matchExpressions": [{"key": "kubernetes.io/hostname", "operator": "In",
+                                                     "values": [GPU_A, CPU_WORKERS[0]]}]}]}}}
+    return obj
 
 
 def pdb(name, namespace, selector, **spec):
@@ -144,20 +154,18 @@ def test_a_never_allowing_pdb_is_reported_up_front_and_exits_non_zero(gpuisolate
 
 
 def pinned_pair(sandbox, namespace):
-    """Two pods on GPU A under a maxUnavailable-1 PDB, both Ready and the PDB allowing 1.  Each
-    requests more CPU than a CPU worker has and GPU B is tainted, so once GPU A is tainted too
-    their replacements stay Pending (Unschedulable: Insufficient cpu).  Not pinned by hostname:
-    evacuate leaves a pod whose replacement could land nowhere in place."""
-    sandbox.kubectl("taint", "node", GPU_B, "nvidia.com/gpu=true:NoSchedule", "--overwrite")
-    apply(sandbox, deployment("pinned", namespace, 2, prefer=GPU_A, cpu="17"))
+    """Two pods on GPU A under a maxUnavailable-1 PDB, both Ready and the PDB allowing 1, whose
+    replacements stay Pending: their required affinity allows GPU A and one CPU worker (so the
+    landing check sees somewhere to land), but they request more CPU than a worker has."""
+    apply(sandbox, stuck_deployment("pinned", namespace, 2))
     wait_ready(sandbox, namespace, "app=pinned", 2, where=[GPU_A])
     apply(sandbox, pdb("pinned", namespace, {"matchLabels": {"app": "pinned"}}, maxUnavailable=1))
     wait_pdb_allows(sandbox, namespace, "pinned", 1)
 
 
 def test_a_pdb_at_zero_blocks_until_the_deadline(gpuisolate, clean, namespace):
-    """Replacements that fit nowhere stay Pending, so after the first eviction the PDB allows
-    none: the second pod waits, retried, until --timeout."""
+    """Replacements pinned to the GPU node stay Pending once it is tainted, so after the first
+    eviction the PDB allows none: the second pod waits, retried, until --timeout."""
     pinned_pair(clean, namespace)
     result = gpuisolate("evacuate", GPU_A, "--taint", "--delete-emptydir-data", "--timeout", "20s")
     assert result.returncode == 10, result.stderr

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 from plugin import REPO
-from sandbox_helpers import GPU_A, GPU_NODES, unanswering_servers, wait_until
+from sandbox_helpers import CPU_WORKERS, GPU_A, GPU_NODES, unanswering_servers, wait_until
 
 sys.path.insert(0, str(Path(REPO) / "tests"))
 from faults import pki  # noqa: E402
@@ -49,9 +49,16 @@ def pinned_workload(admin, namespace):
                  "metadata": {"name": "pinned", "namespace": namespace},
                  "spec": {"replicas": 2, "selector": {"matchLabels": {"app": "pinned"}},
                           "template": {"metadata": {"labels": {"app": "pinned"}}, "spec": {
-                              "nodeSelector": {"kubernetes.io/hostname": GPU_A},
+                              # GPU A or one CPU worker by the filters (somewhere to land), but
+                              # more CPU than a worker has: a replacement stays Pending.
+                              "affinity": {"nodeAffinity": {
+                                  "requiredDuringSchedulingIgnoredDuringExecution": {
+                                      "nodeSelectorTerms": [{"matchExpressions": [{
+                                          "key": "kubernetes.io/hostname", "operator": "In",
+                                          "values": [GPU_A, CPU_WORKERS[0]]}]}]}}},
                               "terminationGracePeriodSeconds": 0,
-                              "containers": [{"name": "main", "image": "busybox"}]}}}})
+                              "containers": [{"name": "main", "image": "busybox", "resources": {
+                                  "requests": {"cpu": "17"}}}]}}}})
     kube.create({"apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
                  "metadata": {"name": "pinned", "namespace": namespace},
                  "spec": {"maxUnavailable": 1, "selector": {"matchLabels": {"app": "pinned"}}}})

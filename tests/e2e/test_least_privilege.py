@@ -3,7 +3,10 @@
   user may do on resources (beyond the self-reviews every user has), and every
   command passes as that user, dry runs included;
 - without any single rule (one verb on one resource) the command that needs it
-  fails with one line naming the verb and the resource (exit 5), changing nothing;
+  fails with one line naming the verb and the resource (exit 5), changing nothing,
+  but for the two evacuate can do without: watching pods (it polls) and creating
+  events (its audit trail: one warning, the run otherwise unchanged);
+- evacuate's events are written with the shipped role, and dry runs write none;
 - --as / --as-group (and the kubeconfig's as / as-groups) impersonate, sending
   every group."""
 
@@ -30,6 +33,7 @@ NEEDS = {
     ("get", "", "pods"): (EVACUATE_A, True),
     ("watch", "", "pods"): (EVACUATE_A, True),
     ("create", "", "pods/eviction"): (EVACUATE_A + ["--dry-run=server"], True),
+    ("create", "", "events"): (EVACUATE_A, True),
     ("list", "policy", "poddisruptionbudgets"): (["status"], False),
     ("get", "apps", "daemonsets"): (["status"], False),
 }
@@ -100,7 +104,15 @@ def test_the_shipped_role_is_all_the_operator_may_do(seed):
     assert expand(answer["status"]["resourceRules"]) == expand(shipped_rules()) | SELF_REVIEWS
 
 
+def audit_events(sandbox):
+    """The uids of the events evacuate wrote (source.component kubectl-gpuisolate), anywhere."""
+    return {e["metadata"]["uid"] for e in sandbox.get_json("events", "-A")["items"]
+            if (e.get("source") or {}).get("component") == "kubectl-gpuisolate"}
+
+
 def test_every_command_passes_as_the_operator(gpuisolate, clean):
+    older = audit_events(clean)
+    on_a = {p["metadata"]["uid"]: p for p in clean.pods_on(GPU_A)}
     runs = [(["status"], 0), (["status", "-o", "json"], 0), (["taint", "--dry-run=client"], 0),
             (["taint", "--dry-run=server"], 0), (["taint"], 0), (["untaint", "--dry-run=server"], 0),
             (["untaint"], 0), (["evacuate", "--taint", "--delete-emptydir-data", "--dry-run=client"], 0),
@@ -111,6 +123,16 @@ def test_every_command_passes_as_the_operator(gpuisolate, clean):
         result = gpuisolate("--context", "sandbox-operator", *args)
         assert result.returncode == code, (args, result.stderr)
         assert "forbidden" not in result.stderr and "cannot watch" not in result.stderr, (args, result.stderr)
+        assert "Kubernetes event" not in result.stderr, (args, result.stderr)
+        if args == ["taint"] and audit_events(clean) != older:   # after the dry runs (and the rest)
+            pytest.fail("events were written before the last evacuate, which alone may write them")
+    written = [e for e in clean.get_json("events", "-A")["items"]
+               if (e.get("source") or {}).get("component") == "kubectl-gpuisolate"
+               and e["metadata"]["uid"] not in older]
+    evicted = {e["involvedObject"]["uid"] for e in written if e["reason"] == "GpuIsolateEvicted"}
+    assert evicted and evicted <= set(on_a), sorted(e["involvedObject"]["name"] for e in written)
+    assert not evicted & {p["metadata"]["uid"] for p in clean.pods_on(GPU_A)}
+    assert "GpuIsolateLeftInPlace" in {e["reason"] for e in written}      # the inference pod
     assert all(owner_kind(p) in ("DaemonSet", "Job") or p["metadata"]["name"].startswith("llama32")
                for p in clean.pods_on(GPU_A)), [p["metadata"]["name"] for p in clean.pods_on(GPU_A)]
 
@@ -134,6 +156,14 @@ def test_without_one_rule_the_command_fails_naming_it(gpuisolate, clean, rbac, v
     if verb == "watch":       # optional: evacuate says so and polls instead
         assert result.returncode == 0, result.stderr
         assert f"node/{GPU_A}: cannot watch pods (HTTP 403); polling every 1s instead" in result.stderr
+        return
+    if resource == "events":  # best effort: one warning for the run, which goes on unchanged
+        assert result.returncode == 0 and errors == [], result.stderr
+        warnings = [line for line in result.stderr.splitlines() if "Kubernetes event" in line]
+        assert len(warnings) == 1, result.stderr
+        assert warnings[0].startswith("Warning: could not write ")
+        assert f'User "{user}" cannot create resource "events"' in warnings[0]
+        assert "evicted pod" in result.stderr and state(clean) != before
         return
     assert result.returncode == 5, result.stderr
     assert len(errors) == 1 and result.stderr.strip().splitlines()[-1] == errors[0], result.stderr

@@ -88,8 +88,10 @@ class FakeNode:
     """
 
     def __init__(self, names=(), *, script=None, linger=0, list_lags=False, watch_error=None,
-                 on_evict=None):
+                 on_evict=None, event_error=None):
         self.lock = threading.RLock()
+        self.written = []                   # (namespace, name, uid, reason, type, message)
+        self.event_error = event_error      # raised by create_event
         self.pods = {n: make_pod(n) for n in names}
         self.script = {k: list(v) for k, v in (script or {}).items()}
         self.linger = linger
@@ -154,6 +156,18 @@ class FakeNode:
         for event in events:
             yield event
 
+    def create_event(self, namespace, involved, reason, message, type_):
+        record_event(self, namespace, involved, reason, message, type_)
+
+
+def record_event(fake, namespace, involved, reason, message, type_):
+    """create_event of both fakes: raises ``fake.event_error`` if set, else records the event."""
+    with fake.lock:
+        if fake.event_error is not None:
+            fake.written.append(("failed", namespace, involved["name"], reason))
+            raise fake.event_error
+        fake.written.append((namespace, involved["name"], involved["uid"], reason, type_, message))
+
 
 class GatedNode(FakeNode):
     """Lists only after ``gate`` evictions were sent, so the watch loop (whose polls
@@ -214,13 +228,15 @@ class FakeCluster:
     ``pvcs``/``pvs`` and ``controllers`` ({(namespace, kind, name): object}) are what the
     landing check reads."""
 
-    def __init__(self, nodes, pods, pdbs=(), script=None, on_evict=None, *,
+    def __init__(self, nodes, pods, pdbs=(), script=None, on_evict=None, event_error=None, *,
                  workers=(WORKER,), pvcs=None, pvs=None, controllers=None):
         self.nodes = {n["metadata"]["name"]: n for n in nodes}
         for name in workers:
             self.nodes.setdefault(name, plain_node(name))
         self.pvcs, self.pvs = dict(pvcs or {}), dict(pvs or {})
         self.controllers = dict(controllers or {})
+        self.written = []                   # events: (namespace, name, uid, reason, type, message)
+        self.event_error = event_error      # raised by create_event
         self.pods = list(pods)
         self.pdbs = list(pdbs)
         self.script = {k: list(v) for k, v in (script or {}).items()}
@@ -320,6 +336,9 @@ class FakeCluster:
                         self.pods.remove(p)
                         node = p["spec"]["nodeName"]
                         self.events.setdefault(node, []).append(("DELETED", p))
+
+    def create_event(self, namespace, involved, reason, message, type_):
+        record_event(self, namespace, involved, reason, message, type_)
 
     def evicted(self):
         return [entry[1] for entry in self.log if entry[0] == "evict"]

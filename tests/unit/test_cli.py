@@ -188,8 +188,8 @@ def test_malformed_kubeconfig_exit_3(tmp_path, capsys):
 
 # -- the command seam: options, then one connection, then run(options, kube, io) -------------------
 @pytest.mark.parametrize("argv, pool_size", [
-    (["status"], 10), (["taint"], 10), (["untaint"], 10), (["evacuate"], 8 + 4 + 8),
-    (["evacuate", "--max-parallel", "3", "--parallel-nodes", "2"], 3 + 8 + 8),
+    (["status"], 10), (["taint"], 10), (["untaint"], 10), (["evacuate"], 8 + 4 + 8 + 4),
+    (["evacuate", "--max-parallel", "3", "--parallel-nodes", "2"], 3 + 8 + 8 + 4),   # + event writers
 ], ids=["status", "taint", "untaint", "evacuate", "evacuate-parallel"])
 def test_cli_connects_once_with_the_commands_pool_size(monkeypatch, capsys, argv, pool_size):
     calls = []
