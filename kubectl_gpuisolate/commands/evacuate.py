@@ -23,6 +23,13 @@ keeps the NoSchedule fence and the summary names those pods (exit 13).  Without 
 node counts as tainted only if it already has the NoExecute taint (a NoSchedule one does not
 count).  PreferNoSchedule is no fence and is refused.
 
+Before the first eviction (dry runs too) it warns when the CPU or memory requests of the pods
+that will move exceed the free allocatable of the nodes where they can land; it never refuses.
+After the run's evictions it watches the moved pods' replacements for up to 30 seconds (less
+when --timeout has less left; it ends as soon as none is Pending) and reports each one the
+scheduler marks Unschedulable, with the scheduler's message.  Neither changes the exit code;
+dry runs watch nothing.
+
 Exit codes: 0 everything planned moved, 9 a node was refused, 10 pods were pending or failed
 at the end, 13 a NoExecute taint was not applied (the node keeps its NoSchedule fence),
 130/143 interrupted (SIGINT/SIGTERM)."""

@@ -21,6 +21,8 @@ class Target:
     pdbs: Tuple[str, ...] = ()     # names of the PDBs that match it (its namespace)
     pdb_never: str = ""            # why its PDB can never allow an eviction, if it cannot
     terminating: bool = False      # already terminating: wait for it, never evict
+    owner: str = ""                # Kind/name of its controller, "" for a bare pod
+    owner_uid: str = ""            # the controller's UID, which its replacement carries
 
     @property
     def ref(self):
@@ -61,7 +63,7 @@ def targets_for(plan):
         if d.action == planner.MOVE:
             never = d.pdbs[0].never_allows if len(d.pdbs) == 1 else None
             targets.append(Target(d.namespace, d.name, d.uid, tuple(p.name for p in d.pdbs),
-                                  never or ""))
+                                  never or "", owner=d.owner, owner_uid=d.owner_uid))
         elif d.action == planner.WAIT:
             targets.append(Target(d.namespace, d.name, d.uid, terminating=True))
     return targets

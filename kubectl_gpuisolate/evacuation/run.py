@@ -18,11 +18,13 @@ from ..flags import DryRun
 from ..kube.gather import build_plans
 from ..kube.nodes import apply_taint, find_nodes_and_view
 from ..output import tables as output
-from ..output.evacuate import report_pdbs, report_refusal
+from ..output.evacuate import report_pdbs, report_refusal, report_unschedulable
 from ..output.taint import TaintChange, render_change
 from .audit import Audit
 from .engine import Evictor
+from .fit import check_fit
 from .plan import preflight, targets_for
+from .replacements import ReplacementWatch
 from .seal import Seal, already_noexecute_warnings, needs_seal, not_sealed, plan_options_for, seal, seal_mode
 from .state import NOT_STARTED, TERMINATING, WOULD_EVICT, Clock, Halt, Outcome
 
@@ -72,6 +74,7 @@ class NodeResult:
     arrivals: list = field(default_factory=list)     # planner decisions of newcomers
     seconds: float = 0.0
     seal: Optional[Seal] = None      # evacuate --taint with a NoExecute taint: fence, then seal
+    unschedulable: list = field(default_factory=list)   # replacements.Replacement of its pods
 
     @property
     def not_moved(self):
@@ -149,6 +152,8 @@ class Evacuation:
     def run(self):
         """Returns one NodeResult per node, in the order the nodes were found."""
         nodes, checks = self._prepare()
+        before = check_fit(self.kube, [c.plan for c in checks if c.ok], self.options, self.err,
+                           self.cluster_nodes)
         if self.options.dry_run is DryRun.CLIENT:
             return [self._sealed(node, NodeResult(c.plan.name, c.plan, NodeState.PLANNED))
                     if c.ok else _refused(c) for node, c in zip(nodes, checks)]
@@ -164,7 +169,17 @@ class Evacuation:
             self.audit.close()
         if self.halt.stop.is_set():
             self.progress("interrupted: no new evictions were started")
+        elif options.dry_run is DryRun.NONE:
+            self._settle(results, before)
         return results
+
+    def _settle(self, results, before):
+        """The moved pods' replacements, watched for a settle window (replacements.py); the
+        Unschedulable ones are warned of and kept on their node's result."""
+        found = ReplacementWatch(self.kube, self.halt, before=before, say=self.progress).run(results)
+        report_unschedulable(found, self.err)
+        for result in results:
+            result.unschedulable = [r for r in found if r.node == result.name]
 
     def _warn(self, message):
         output.warn(message, self.err)

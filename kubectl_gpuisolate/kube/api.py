@@ -141,6 +141,20 @@ class Kube:
         return self._transport.get(f"/api/v1/namespaces/{namespace}/pods/{name}",
                                    what=f"reading pod {namespace}/{name}")
 
+    def list_pod_requests(self):
+        """Every pod not Succeeded or Failed, cluster-wide, in one paginated list, each kept as
+        ``requests_only`` keeps it as its page arrives: what the fit check and the replacement
+        watch read (core/resources.py), in a fraction of the memory of whole pods."""
+        params = {"fieldSelector": "status.phase!=Succeeded,status.phase!=Failed"}
+        return self._transport.list_all("/api/v1/pods", params, what="listing pods",
+                                        keep=requests_only)[0]
+
+    def list_unscheduled_pods(self):
+        """The Pending pods bound to no node yet, cluster-wide (whole: there are few)."""
+        params = {"fieldSelector": "spec.nodeName=,status.phase=Pending"}
+        return self._transport.list_all("/api/v1/pods", params,
+                                        what="listing unscheduled pods")[0]
+
     def list_pdbs(self):
         items, _ = self._transport.list_all("/apis/policy/v1/poddisruptionbudgets",
                                             what="listing PodDisruptionBudgets")
@@ -257,6 +271,26 @@ class Kube:
             if not finished:
                 raw.close()   # a stream left unread (caller stopped early) must not be reused
             raw.release_conn()
+
+
+def requests_only(pod):
+    """A pod as its uid, controller UID, node, and what its requests are made of."""
+    meta, spec = pod.get("metadata") or {}, pod.get("spec") or {}
+    slim_spec = {k: spec[k] for k in ("nodeName", "overhead") if spec.get(k)}
+    for key in ("containers", "initContainers"):
+        if spec.get(key):
+            slim_spec[key] = [
+                dict({"resources": {"requests": (c.get("resources") or {}).get("requests") or {}}},
+                     **({"restartPolicy": c["restartPolicy"]} if c.get("restartPolicy") else {}))
+                for c in spec[key]]
+    if (spec.get("resources") or {}).get("requests"):
+        slim_spec["resources"] = {"requests": spec["resources"]["requests"]}
+    slim_meta = {"uid": meta.get("uid", "")}
+    owners = [{"uid": r.get("uid", ""), "controller": True}
+              for r in meta.get("ownerReferences") or () if r.get("controller")]
+    if owners:
+        slim_meta["ownerReferences"] = owners
+    return {"metadata": slim_meta, "spec": slim_spec}
 
 
 def merge_patch(target, patch):

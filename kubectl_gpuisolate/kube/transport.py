@@ -267,13 +267,15 @@ class Transport:
     def get(self, path, params=None, *, what):
         return self.request("GET", path, params=params, what=what).json()
 
-    def list_all(self, path, params=None, *, what):
-        """Lists every item, page by page (limit/continue)."""
+    def list_all(self, path, params=None, *, what, keep=None):
+        """Lists every item, page by page (limit/continue).  ``keep`` maps each item as its
+        page arrives (e.g. to the few fields a caller reads), so only one page is held whole."""
         params = dict(params or {}, limit=LIST_CHUNK)
         items: List[Dict[str, Any]] = []
         while True:
             page = self.get(path, params, what=what)
-            items.extend(page.get("items") or ())
+            found = page.get("items") or ()
+            items.extend(map(keep, found) if keep else found)
             token = (page.get("metadata") or {}).get("continue")
             if not token:
                 return items, (page.get("metadata") or {}).get("resourceVersion", "")

@@ -51,6 +51,59 @@ def report_pdbs(checks, options, stream):
                         f"({status}): {', '.join(pods)} will wait for it, {until}", stream)
 
 
+def _amount(value, resource, precision=1):
+    """CPU in cores, memory in GiB (MiB below 1 GiB)."""
+    if resource == "cpu":
+        return f"{float(value):.{precision}f}"
+    if value < 2 ** 30:
+        return f"{float(value) / 2 ** 20:.{precision}f} MiB"
+    return f"{float(value) / 2 ** 30:.{precision}f} GiB"
+
+
+def fit_warning(shortfall):
+    """One sentence per shortfall (core.resources.Shortfall), e.g. "12 pods need 9.5 CPU;
+    their landing nodes have 3.2 free (cpu-1, cpu-2)"."""
+    precision = 1
+    while precision < 3 and _amount(shortfall.need, shortfall.resource, precision) == \
+            _amount(shortfall.have, shortfall.resource, precision):
+        precision += 1
+    need, have = (_amount(v, shortfall.resource, precision) for v in (shortfall.need, shortfall.have))
+    what = "CPU" if shortfall.resource == "cpu" else "of memory"
+    nodes, one = shortfall.nodes, shortfall.pods == 1
+    more = f" and {len(nodes) - 3} more" if len(nodes) > 3 else ""
+    if shortfall.scope == "each":
+        many = "" if one else f" (the largest of {shortfall.pods} that fit on none)"
+        return (f"{'a pod needs' if one else 'pods need'} {need} {what}{many}; the landing node "
+                f"with the most free has {have} ({nodes[0]}); "
+                f"{'its replacement' if one else 'their replacements'} will stay Pending")
+    if shortfall.scope == "union":
+        lead, theirs = f"together, the {shortfall.pods} pods that move need", "all their landing nodes have"
+    else:
+        lead = f"{shortfall.pods} pod{'' if one else 's'} need{'s' if one else ''}"
+        theirs = f"{'its' if one else 'their'} landing " + \
+            ("nodes have" if len(nodes) > 1 else "node has")
+    return (f"{lead} {need} {what}; {theirs} {have} free ({', '.join(nodes[:3])}{more}); "
+            "some replacements may stay Pending")
+
+
+def report_fit(shortfalls, stream):
+    """Before any eviction: one warning line per shortfall."""
+    for shortfall in shortfalls:
+        output.warn(fit_warning(shortfall), stream)
+    stream.flush()
+
+
+def unschedulable_line(replacement):
+    return (f"replacement {replacement.ref} of {replacement.owner} is Unschedulable: "
+            f"{replacement.message}")
+
+
+def report_unschedulable(replacements, stream):
+    for replacement in replacements:
+        output.warn(unschedulable_line(replacement), stream)
+    stream.flush()
+
+
 def _stay_text(plan):
     stays = plan.stay_reasons if plan else {}
     total = sum(stays.values())
@@ -122,6 +175,11 @@ def render_summary(results, options):
     if arrived:
         parts.append("\nArrived during the run:\n")
         parts.append(output.table(["node", "pod", "action", "detail"], arrived))
+    unplaced = [[r.name, u.ref, u.owner, u.message] for r in results
+                for u in getattr(r, "unschedulable", ())]
+    if unplaced:
+        parts.append("\nReplacements the scheduler marked Unschedulable:\n")
+        parts.append(output.table(["node", "replacement", "owner", "message"], unplaced))
     parts.append(render_seals(results))
     if server:
         parts.append("\n(server dry run: the API server checked each eviction; nothing was "
@@ -179,6 +237,8 @@ def _node_doc(result, server_dry_run):
                          for o in result.outcomes if o.failed]
         doc["arrived"] = [{"pod": d.ref, "action": ACTIONS[d.action], "reason": d.reason}
                           for d in result.arrivals]
+        doc["unschedulable"] = [{"pod": u.ref, "owner": u.owner, "message": u.message}
+                                for u in getattr(result, "unschedulable", ())]
     if getattr(result, "seal", None) is not None:
         doc["noExecute"] = _seal_doc(result.seal)
     return doc

@@ -170,9 +170,11 @@ def test_a_pdb_at_zero_blocks_until_the_deadline(gpuisolate, clean, namespace):
     result = gpuisolate("evacuate", GPU_A, "--taint", "--delete-emptydir-data", "--timeout", "20s")
     assert result.returncode == 10, result.stderr
     assert f"blocked by PDB {namespace}/pinned: needs 1 healthy, has" in result.stderr
-    pending = [line for line in result.stdout.split("Not moved:")[1].splitlines()
+    pending = [line for line in result.stdout.split("Not moved:")[1].split("\n\n")[0].splitlines()
                if f"{namespace}/pinned-" in line]
     assert len(pending) == 1 and f"PDB {namespace}/pinned: needs 1 healthy, has" in pending[0]
+    # Past the deadline, one look at the first pod's replacement: the scheduler's verdict.
+    assert f"replacement {namespace}/pinned-" in result.stderr and "Insufficient cpu" in result.stderr
     assert "can never allow" not in result.stderr
     # Everything else on the node moved.
     others = [p for p in clean.pods_on(GPU_A) if owner_kind(p) not in ("DaemonSet", None)

@@ -7,6 +7,7 @@ import time
 
 from kubectl_gpuisolate.errors import NotFound, api_error
 from kubectl_gpuisolate.flags import DryRun
+from kubectl_gpuisolate.kube.api import requests_only
 
 from .factories import node as plain_node
 
@@ -241,6 +242,7 @@ class FakeCluster:
         self.script = {k: list(v) for k, v in (script or {}).items()}
         self.on_evict = on_evict
         self.log = []
+        self.reads = []                     # the cluster-wide pod lists made, in order
         self.events = {}
         self.lock = threading.RLock()
 
@@ -280,6 +282,19 @@ class FakeCluster:
         with self.lock:
             events, self.events[node_name] = self.events.get(node_name, []), []
         yield from events
+
+    def list_pod_requests(self):
+        with self.lock:
+            self.reads.append("pod requests")
+            return [requests_only(p) for p in self.pods
+                    if (p.get("status") or {}).get("phase") not in ("Succeeded", "Failed")]
+
+    def list_unscheduled_pods(self):
+        with self.lock:
+            self.reads.append("unscheduled pods")
+            return [json.loads(json.dumps(p)) for p in self.pods
+                    if not p["spec"].get("nodeName")
+                    and (p.get("status") or {}).get("phase") == "Pending"]
 
     def can_i(self, verb, resource, *, group="", subresource="", namespace=""):
         return True

@@ -98,3 +98,18 @@ def pdb(name, namespace="default", *, selector=None, min_available=None, max_una
             "metadata": {"name": name, "namespace": namespace}, "spec": spec,
             "status": {"disruptionsAllowed": allowed, "desiredHealthy": desired,
                        "currentHealthy": healthy, "expectedPods": expected}}
+
+
+UNSCHEDULABLE = "0/5 nodes are available: 2 node(s) had untolerated taint {nvidia.com/gpu: true}, " \
+                "3 Insufficient cpu. preemption: 0/5 nodes are available: 5 No preemption victims found."
+
+
+def unschedulable_replacement(name, namespace="default", *, owner_ref="default", message=UNSCHEDULABLE,
+                              requests=None):
+    """A Pending pod bound to no node that the scheduler marked Unschedulable (a replacement)."""
+    found = pod(name, namespace, owner_ref=owner_ref, node_name=None, phase="Pending",
+                requests=requests)
+    del found["spec"]["nodeName"]
+    found["status"]["conditions"] = [{"type": "PodScheduled", "status": "False",
+                                      "reason": "Unschedulable", "message": message}]
+    return found

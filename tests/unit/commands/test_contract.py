@@ -23,6 +23,7 @@ from ..factories import (
     owner,
     pdb,
     pod,
+    unschedulable_replacement,
 )
 from .helpers import run_command
 from .test_evacuate import execute, seed_like, web
@@ -92,6 +93,7 @@ RUN_NODE = dict(EVACUATE_NODE,
                 failed=[{"pod": POD_REF, "reason": str}],
                 arrived=[{"pod": POD_REF, "action": OneOf("evict", "stay", "blocked", "wait"),
                           "reason": str}],
+                unschedulable=[{"pod": POD_REF, "owner": str, "message": str}],
                 noExecute=Optional(SEAL))
 EVACUATE = {"schemaVersion": OneOf("gpuisolate.evacuate/v1"), "taint": str,
             "dryRun": OneOf("none", "client", "server"), "nodes": [dict]}
@@ -239,6 +241,17 @@ def eviction_run(fmt):
     return execute(cluster, GPU_A, "-o", fmt)[1]
 
 
+def unschedulable_run(fmt):
+    """The replacement of a moved pod is marked Unschedulable by the scheduler."""
+    nodes, pods = seed_like()
+
+    def replaced(cluster, name):
+        if name == "web-1":
+            cluster.pods.append(unschedulable_replacement("web-5d4f8-new", "apps"))
+    cluster = FakeCluster(nodes, pods, on_evict=replaced)
+    return execute(cluster, GPU_A, "-o", fmt)[1]
+
+
 def deadline_run(fmt):
     nodes, pods = seed_like()
     blocking = pdb("web", "apps", selector={"matchLabels": {"app": "web"}}, allowed=0, desired=1,
@@ -282,7 +295,7 @@ def seal_server_run(fmt):
     return seal_run(fmt, "--dry-run=server")
 
 
-RUNS = [plan_run, eviction_run, deadline_run, server_dry_run, seal_run, seal_plan_run,
+RUNS = [plan_run, eviction_run, unschedulable_run, deadline_run, server_dry_run, seal_run, seal_plan_run,
         seal_server_run]
 
 
@@ -298,11 +311,13 @@ def test_the_evacuate_samples_reach_every_key_of_the_schema():
     wanted = (paths(EVACUATE, "$") | paths(PLANNED_NODE, "planned")
               | paths(dict(RUN_NODE, moved=[POD_REF]), "run-moved")
               | paths(dict(RUN_NODE, wouldMove=[POD_REF]), "run-wouldMove"))
-    # A node the preflight refused is described by its plan, so a run's refusal stays empty;
-    # a server dry run looks for no arrivals (nothing moved).
+    # A node the preflight refused is described by its plan, so a run's refusal stays empty.
+    # A server dry run looks for no arrivals (nothing moved) and watches no replacements.
     wanted -= {"run-moved.refusal[]", "run-wouldMove.refusal[]", "run-wouldMove.arrived[]",
                "run-wouldMove.arrived[].pod", "run-wouldMove.arrived[].action",
-               "run-wouldMove.arrived[].reason"}
+               "run-wouldMove.arrived[].reason", "run-wouldMove.unschedulable[]",
+               "run-wouldMove.unschedulable[].pod", "run-wouldMove.unschedulable[].owner",
+               "run-wouldMove.unschedulable[].message"}
     assert wanted - seen == set()
 
 
