@@ -10,8 +10,17 @@ import subprocess
 import sys
 from pathlib import Path
 
-from sandbox_helpers import (CPU_WORKERS, GPU_A, GPU_B, GPU_NODES, REPO, ROOK_PINNED, app_name, owner_kind,
-                             wait_until)
+from sandbox_helpers import (
+    CPU_WORKERS,
+    GPU_A,
+    GPU_B,
+    GPU_NODES,
+    REPO,
+    ROOK_PINNED,
+    app_name,
+    owner_kind,
+    wait_until,
+)
 
 sys.path.insert(0, str(Path(REPO) / "tests"))
 from faults.cluster import Admin, ready  # noqa: E402

@@ -113,17 +113,21 @@ def deployment(name, namespace, *, selector=None, affinity=None, claim=None):
 
 
 def terms(key, *values):
-    return {"nodeSelectorTerms": [{"matchExpressions": [{"key": key, "operator": "In", "values": list(values)}]}]}
+    expression = {"key": key, "operator": "In", "values": list(values)}
+    return {"nodeSelectorTerms": [{"matchExpressions": [expression]}]}
 
 
 def volume_pair(namespace, name, affinity, local):
     source = {"local": {"path": "/mnt/disk"}} if local else {"hostPath": {"path": f"/mnt/{name}"}}
     pv = {"apiVersion": "v1", "kind": "PersistentVolume", "metadata": {"name": f"{namespace}-{name}"},
           "spec": {"capacity": {"storage": "1Gi"}, "accessModes": ["ReadWriteOnce"], "storageClassName": "",
-                   "persistentVolumeReclaimPolicy": "Retain", "claimRef": {"namespace": namespace, "name": name},
+                   "persistentVolumeReclaimPolicy": "Retain",
+                   "claimRef": {"namespace": namespace, "name": name},
                    "nodeAffinity": {"required": affinity}, **source}}
-    pvc = {"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": name, "namespace": namespace},
-           "spec": {"accessModes": ["ReadWriteOnce"], "storageClassName": "", "volumeName": f"{namespace}-{name}",
+    pvc = {"apiVersion": "v1", "kind": "PersistentVolumeClaim",
+           "metadata": {"name": name, "namespace": namespace},
+           "spec": {"accessModes": ["ReadWriteOnce"], "storageClassName": "",
+                    "volumeName": f"{namespace}-{name}",
                     "resources": {"requests": {"storage": "1Gi"}}}}
     return pv, pvc
 
@@ -163,7 +167,8 @@ def status_rows(gpuisolate, namespace):
     result = gpuisolate("status", GPU_A, "-o", "json")
     assert result.returncode == 0, result.stderr
     doc = json.loads(result.stdout)
-    return {p["name"].rsplit("-", 2)[0]: p for p in doc["nodes"][0]["pods"] if p["namespace"] == namespace}, doc
+    rows = {p["name"].rsplit("-", 2)[0]: p for p in doc["nodes"][0]["pods"] if p["namespace"] == namespace}
+    return rows, doc
 
 
 def test_pinned_gpu_affine_local_and_zonal_pods_stay_and_a_plain_one_moves(gpuisolate, clean, namespace):
@@ -172,7 +177,8 @@ def test_pinned_gpu_affine_local_and_zonal_pods_stay_and_a_plain_one_moves(gpuis
         rows, doc = status_rows(gpuisolate, namespace)
         zonal_pv = f"{namespace}-zonal-data"
         assert {k: (r["verdict"], r["reason"], r["message"]) for k, r in rows.items()} == {
-            "pinned": ("stay", "nowhere-to-land", f"nowhere to land: nodeSelector kubernetes.io/hostname={GPU_A}"),
+            "pinned": ("stay", "nowhere-to-land",
+                       f"nowhere to land: nodeSelector kubernetes.io/hostname={GPU_A}"),
             "gpu-affine": ("stay", "asks-for-gpu", rows["gpu-affine"]["message"]),
             "local-pv": ("stay", "nowhere-to-land",
                          f"nowhere to land: local PV {namespace}-local-data on this node"),
@@ -193,7 +199,7 @@ def test_pinned_gpu_affine_local_and_zonal_pods_stay_and_a_plain_one_moves(gpuis
             assert " stays " in row and rows[name]["reason"] in row, row
         assert gpu_warning in text.stderr
 
-        assert gpuisolate("taint").returncode == 0     # GPU B too: the plain pod's replacement goes to a CPU worker
+        assert gpuisolate("taint").returncode == 0     # GPU B too: the plain pod's replacement goes to a CPU
         result = gpuisolate("evacuate", GPU_A, "--taint", "--delete-emptydir-data", "--timeout", "2m")
         assert result.returncode == 0, result.stdout + result.stderr
         summary = result.stdout.split("Left in place, nowhere to land (")[1]

@@ -147,7 +147,8 @@ def create_volumes(kube, timeout=120):
 
     def check():
         for m in claims:
-            phase = kube.get("persistentvolumeclaims", m["name"], m["namespace"]).get("status", {}).get("phase")
+            claim = kube.get("persistentvolumeclaims", m["name"], m["namespace"])
+            phase = claim.get("status", {}).get("phase")
             if phase != "Bound":
                 return False, f"PVC {m['namespace']}/{m['name']} is {phase}"
         return True, ""
