@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 from plugin import REPO
-from sandbox_helpers import GPU_A, GPU_NODES, unanswering_servers, wait_until
+from sandbox_helpers import ALL_NODES, GPU_A, GPU_NODES, unanswering_servers, wait_until
 
 sys.path.insert(0, str(Path(REPO) / "tests"))
 from faults import pki  # noqa: E402
@@ -41,17 +41,28 @@ def proxy(admin, tmp_path_factory):
 
 
 def pinned_workload(admin, namespace):
-    """Two replicas pinned to GPU A under a maxUnavailable-1 PDB, in the test's own namespace:
-    once A is tainted, the first replacement stays Pending, so the second pod waits for the PDB
-    until the deadline."""
+    """Two replicas on GPU A under a maxUnavailable-1 PDB, in the test's own namespace: each asks
+    for 17 CPU, more than a CPU worker has, so once the GPU nodes are tainted the first replacement
+    stays Pending and the second pod waits for the PDB until the deadline. (A hostname nodeSelector
+    would leave them nowhere to land: evacuate would not evict them.) Placed with every other node
+    cordoned, as the seed's loader places its pods."""
     kube = admin.kube
-    kube.create({"apiVersion": "apps/v1", "kind": "Deployment",
-                 "metadata": {"name": "pinned", "namespace": namespace},
-                 "spec": {"replicas": 2, "selector": {"matchLabels": {"app": "pinned"}},
-                          "template": {"metadata": {"labels": {"app": "pinned"}}, "spec": {
-                              "nodeSelector": {"kubernetes.io/hostname": GPU_A},
-                              "terminationGracePeriodSeconds": 0,
-                              "containers": [{"name": "main", "image": "busybox"}]}}}})
+    others = [n for n in ALL_NODES if n != GPU_A]
+    for name in others:
+        kube.patch("nodes", name, {"spec": {"unschedulable": True}})
+    try:
+        kube.create({"apiVersion": "apps/v1", "kind": "Deployment",
+                     "metadata": {"name": "pinned", "namespace": namespace},
+                     "spec": {"replicas": 2, "selector": {"matchLabels": {"app": "pinned"}},
+                              "template": {"metadata": {"labels": {"app": "pinned"}}, "spec": {
+                                  "terminationGracePeriodSeconds": 0,
+                                  "containers": [{"name": "main", "image": "busybox",
+                                                  "resources": {"requests": {"cpu": "17"}}}]}}}})
+        wait_until("the pinned pods on GPU A", lambda: sum(
+            ready(p) and p["spec"].get("nodeName") == GPU_A for p in kube.list("pods", namespace)) == 2)
+    finally:
+        for name in others:
+            kube.patch("nodes", name, {"spec": {"unschedulable": None}})
     kube.create({"apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
                  "metadata": {"name": "pinned", "namespace": namespace},
                  "spec": {"maxUnavailable": 1, "selector": {"matchLabels": {"app": "pinned"}}}})
@@ -80,7 +91,7 @@ def test_an_interrupted_evacuation_leaves_a_consistent_cluster(gpuisolate, clean
     pinned_workload(admin, namespace)
     if not taint_first:
         assert gpuisolate("taint").returncode == 0
-    before = admin.pods()
+    before, claims = admin.pods(), admin.local_claims()
     args = ["evacuate", "--delete-emptydir-data", "-o", "json", "--timeout", "60s",
             "--parallel-nodes", str(rng.choice([1, 2])), "--max-parallel", str(rng.choice([1, 3, 8]))]
     args += ["--taint"] if taint_first else []
@@ -110,7 +121,8 @@ def test_an_interrupted_evacuation_leaves_a_consistent_cluster(gpuisolate, clean
     after = admin.pods()
     for node in doc["nodes"]:
         movable = {ref(p) for p in before.values()
-                   if p["spec"].get("nodeName") == node["name"] and classify(p) in ("move", "terminating")}
+                   if p["spec"].get("nodeName") == node["name"]
+                   and classify(p, local_claims=claims) in ("move", "terminating")}
         pending = {p["pod"]: p["state"] for p in node["pending"]}
         listed = set(node["moved"]) | set(pending) | {p["pod"] for p in node["failed"]}
         assert listed == movable, (node["name"], sorted(listed ^ movable), context)
@@ -122,7 +134,7 @@ def test_an_interrupted_evacuation_leaves_a_consistent_cluster(gpuisolate, clean
     for uid, pod in before.items():
         if pod["spec"].get("nodeName") not in GPU_NODES or uid in after:
             continue
-        kind = classify(pod)
+        kind = classify(pod, local_claims=claims)
         assert kind == "move", f"{kind} pod {ref(pod)} was removed; {context}"
         wait_until(f"a replacement of {ref(pod)}", lambda pod=pod: any(
             owner(p) == owner(pod) and p["metadata"]["uid"] not in before for p in admin.pods().values()))
