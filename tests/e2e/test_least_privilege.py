@@ -128,7 +128,8 @@ def test_every_command_passes_as_the_operator(gpuisolate, clean):
 
 
 @pytest.mark.parametrize("verb,group,resource", sorted(NEEDS), ids=[f"{v}-{r}" for v, _, r in sorted(NEEDS)])
-def test_without_one_rule_the_command_fails_naming_it(gpuisolate, clean, rbac, verb, group, resource):
+def test_without_one_rule_the_command_fails_naming_it(gpuisolate, clean, rbac, request, verb, group,
+                                                      resource):
     assert (group, resource, verb) in expand(shipped_rules())
     user = f"gpuisolate-e2e-without-{verb}-{resource.replace('/', '-')}"
     rules = [x for r in shipped_rules() for x in without(r, verb, group, resource)]
@@ -137,7 +138,7 @@ def test_without_one_rule_the_command_fails_naming_it(gpuisolate, clean, rbac, v
     wait_until("the binding to take effect", lambda: can_i(clean, "list", other, "--as", user))
     args, taint_first = NEEDS[(verb, group, resource)]
     if resource in ("replicationcontrollers", "jobs"):
-        landing_owners(clean)
+        request.addfinalizer(landing_owners(clean))
     if taint_first:
         assert gpuisolate("taint").returncode == 0
     before = state(clean)
@@ -170,7 +171,8 @@ def without(rule, verb, group, resource):
 def landing_owners(sandbox, ns="e2e-landing-owners"):
     """A ReplicationController's pod Running on GPU A, and a Job's pod bound there and kept active
     (kwok completes a Job's pod once it runs: this one gets a pod IP first, so kwok leaves it Pending).
-    The reset after the test deletes the namespace."""
+    Returns what deletes the namespace and waits until it is gone (no pod of it left to
+    change a later test's view)."""
     sandbox.kubectl("create", "namespace", ns)
     spec = {"containers": [{"name": "main", "image": "busybox"}], "terminationGracePeriodSeconds": 0}
     apply(sandbox, {"apiVersion": "v1", "kind": "ReplicationController",
@@ -192,6 +194,7 @@ def landing_owners(sandbox, ns="e2e-landing-owners"):
         (p["metadata"]["labels"].get("app") or "job", p["status"].get("phase"))
         for p in sandbox.pods("-n", ns) if p["spec"].get("nodeName") == GPU_A) == [("job", "Pending"),
                                                                                     ("rc", "Running")])
+    return lambda: sandbox.kubectl("delete", "namespace", ns, "--timeout=180s", timeout=240)
 
 
 def assert_landing_left_out(result, user, resource, what, errors):
