@@ -11,7 +11,6 @@ import sys
 from pathlib import Path
 
 from sandbox_helpers import (
-    ALL_NODES,
     CPU_WORKERS,
     GPU_A,
     GPU_B,
@@ -45,11 +44,11 @@ def apply(sandbox, *objects):
                                                            "items": list(objects)}))
 
 
-def deployment(name, namespace, replicas, *, node=None, prefer=None, labels=None, cpu="10m"):
+def deployment(name, namespace, replicas, *, node=None, prefer=None, labels=None):
     """A Deployment; ``node`` requires, ``prefer`` prefers that node by hostname."""
     labels = {"app": name, **(labels or {})}
     spec = {"containers": [{"name": "main", "image": "busybox",
-                            "resources": {"requests": {"cpu": cpu, "memory": "16Mi"}}}],
+                            "resources": {"requests": {"cpu": "10m", "memory": "16Mi"}}}],
             "terminationGracePeriodSeconds": 0}
     if node:
         spec["nodeSelector"] = {"kubernetes.io/hostname": node}
@@ -157,26 +156,16 @@ def test_a_never_allowing_pdb_is_reported_up_front_and_exits_non_zero(gpuisolate
 
 
 def pinned_pair(sandbox, namespace):
-    """Two pods on GPU A under a maxUnavailable-1 PDB, both Ready and the PDB allowing 1, whose
-    replacements may land elsewhere (the landing check weighs no resources) but are never scheduled:
-    each asks for 17 CPU, more than a CPU worker has, and GPU B is tainted. (Pinned by a nodeSelector
-    they would have nowhere to land, and evacuate would leave them.) Placed with every other node
-    cordoned, as the seed's loader places its pods."""
-    sandbox.kubectl("taint", "node", GPU_B, "nvidia.com/gpu=true:NoSchedule")
-    others = [n for n in ALL_NODES if n != GPU_A]
-    sandbox.kubectl("cordon", *others)
-    try:
-        apply(sandbox, deployment("pinned", namespace, 2, cpu="17"))
-        wait_ready(sandbox, namespace, "app=pinned", 2, where=[GPU_A])
-    finally:
-        sandbox.kubectl("uncordon", *others)
+    """Two pods pinned to GPU A under a maxUnavailable-1 PDB, both Ready and the PDB allowing 1."""
+    apply(sandbox, deployment("pinned", namespace, 2, node=GPU_A))
+    wait_ready(sandbox, namespace, "app=pinned", 2, where=[GPU_A])
     apply(sandbox, pdb("pinned", namespace, {"matchLabels": {"app": "pinned"}}, maxUnavailable=1))
     wait_pdb_allows(sandbox, namespace, "pinned", 1)
 
 
 def test_a_pdb_at_zero_blocks_until_the_deadline(gpuisolate, clean, namespace):
-    """Replacements that no node fits stay Pending, so after the first eviction the PDB allows
-    none: the second pod waits, retried, until --timeout."""
+    """Replacements pinned to the GPU node stay Pending once it is tainted, so after the first
+    eviction the PDB allows none: the second pod waits, retried, until --timeout."""
     pinned_pair(clean, namespace)
     result = gpuisolate("evacuate", GPU_A, "--taint", "--delete-emptydir-data", "--timeout", "20s")
     assert result.returncode == 10, result.stderr

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 from plugin import REPO
-from sandbox_helpers import ALL_NODES, GPU_A, GPU_NODES, unanswering_servers, wait_until
+from sandbox_helpers import GPU_A, GPU_NODES, unanswering_servers, wait_until
 
 sys.path.insert(0, str(Path(REPO) / "tests"))
 from faults import pki  # noqa: E402
@@ -41,28 +41,17 @@ def proxy(admin, tmp_path_factory):
 
 
 def pinned_workload(admin, namespace):
-    """Two replicas on GPU A under a maxUnavailable-1 PDB, in the test's own namespace: each asks
-    for 17 CPU, more than a CPU worker has, so once the GPU nodes are tainted the first replacement
-    stays Pending and the second pod waits for the PDB until the deadline. (A hostname nodeSelector
-    would leave them nowhere to land: evacuate would not evict them.) Placed with every other node
-    cordoned, as the seed's loader places its pods."""
+    """Two replicas pinned to GPU A under a maxUnavailable-1 PDB, in the test's own namespace:
+    once A is tainted, the first replacement stays Pending, so the second pod waits for the PDB
+    until the deadline."""
     kube = admin.kube
-    others = [n for n in ALL_NODES if n != GPU_A]
-    for name in others:
-        kube.patch("nodes", name, {"spec": {"unschedulable": True}})
-    try:
-        kube.create({"apiVersion": "apps/v1", "kind": "Deployment",
-                     "metadata": {"name": "pinned", "namespace": namespace},
-                     "spec": {"replicas": 2, "selector": {"matchLabels": {"app": "pinned"}},
-                              "template": {"metadata": {"labels": {"app": "pinned"}}, "spec": {
-                                  "terminationGracePeriodSeconds": 0,
-                                  "containers": [{"name": "main", "image": "busybox",
-                                                  "resources": {"requests": {"cpu": "17"}}}]}}}})
-        wait_until("the pinned pods on GPU A", lambda: sum(
-            ready(p) and p["spec"].get("nodeName") == GPU_A for p in kube.list("pods", namespace)) == 2)
-    finally:
-        for name in others:
-            kube.patch("nodes", name, {"spec": {"unschedulable": None}})
+    kube.create({"apiVersion": "apps/v1", "kind": "Deployment",
+                 "metadata": {"name": "pinned", "namespace": namespace},
+                 "spec": {"replicas": 2, "selector": {"matchLabels": {"app": "pinned"}},
+                          "template": {"metadata": {"labels": {"app": "pinned"}}, "spec": {
+                              "nodeSelector": {"kubernetes.io/hostname": GPU_A},
+                              "terminationGracePeriodSeconds": 0,
+                              "containers": [{"name": "main", "image": "busybox"}]}}}})
     kube.create({"apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
                  "metadata": {"name": "pinned", "namespace": namespace},
                  "spec": {"maxUnavailable": 1, "selector": {"matchLabels": {"app": "pinned"}}}})
