@@ -21,6 +21,10 @@ CPU_WORKERS = ["nkpnai-md-0-xqwvn-zlrmk-62gc2", "nkpnai-md-0-xqwvn-zlrmk-c5h88",
                "nkpnai-md-0-xqwvn-zlrmk-knrqk", "nkpnai-md-0-xqwvn-zlrmk-zhdm4"]
 CONTROL_PLANE = ["nkpnai-vvzvd-cctr2", "nkpnai-vvzvd-ck76s", "nkpnai-vvzvd-k4z42"]
 ALL_NODES = GPU_NODES + CPU_WORKERS + CONTROL_PLANE
+# The seed's rook-ceph Deployments on GPU B that have nowhere else to land (tests/sandbox/sandboxctl/seed.py):
+# pinned by a hostname nodeSelector, or (the OSD) on a local PV there.
+ROOK_PINNED = {f"rook-ceph-crashcollector-{GPU_B}", f"rook-ceph-exporter-{GPU_B}", "rook-ceph-mon-c",
+               "rook-ceph-osd-1"}
 
 
 class SandboxNotReady(RuntimeError):

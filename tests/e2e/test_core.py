@@ -5,7 +5,7 @@ import json
 import threading
 
 import pytest
-from sandbox_helpers import GPU_NODES
+from sandbox_helpers import GPU_NODES, ROOK_PINNED, app_name
 
 COLUMNS = ("custom-columns=NAME:.metadata.name,GPU_PRESENT:.metadata.labels.nvidia\\.com/gpu\\.present,"
            "TAINTS:.spec.taints")
@@ -81,11 +81,14 @@ def test_status_names_the_misplaced_pods(gpuisolate, seed):
             assert (verdict, pods[key]["reason"]) == ("stay", "gpu-request"), key
         elif pod["status"].get("phase") in ("Succeeded", "Failed"):
             assert pods[key]["reason"] == "finished", key
+        elif app_name(pod) in ROOK_PINNED:       # pinned to GPU B by hostname or by a local PV
+            assert (verdict, pods[key]["reason"]) == ("stay", "nowhere-to-land"), key
         elif not any(t.get("key") in ("nvidia.com/gpu", None, "") and t.get("operator") == "Exists"
                      for t in pod["spec"].get("tolerations", [])):
             assert verdict in ("move", "blocked"), key
     assert any(p["verdict"] in ("move", "blocked") for p in pods.values())
     assert any(n["name"] == "nai-db-0" and n["verdict"] in ("move", "blocked") for n in pods.values())
+    assert [n["summary"]["nowhereToLand"] for n in doc["nodes"]] == [0, len(ROOK_PINNED)]
 
 
 def test_status_text_and_exit_code(gpuisolate, seed):

@@ -10,7 +10,17 @@ import subprocess
 import sys
 from pathlib import Path
 
-from sandbox_helpers import CPU_WORKERS, GPU_A, GPU_B, GPU_NODES, REPO, owner_kind, wait_until
+from sandbox_helpers import (
+    CPU_WORKERS,
+    GPU_A,
+    GPU_B,
+    GPU_NODES,
+    REPO,
+    ROOK_PINNED,
+    app_name,
+    owner_kind,
+    wait_until,
+)
 
 sys.path.insert(0, str(Path(REPO) / "tests"))
 from faults.cluster import Admin, ready  # noqa: E402
@@ -114,17 +124,19 @@ def test_taint_then_evacuate_leaves_only_daemonsets_and_the_inference_pod(gpuiso
     assert "evicted pod nai-system/nai-db-0" in second.stderr
 
     left = [p for n in GPU_NODES for p in clean.pods_on(n)]
+    pinned = {uid for uid, p in before.items() if app_name(p) in ROOK_PINNED}   # nowhere to land
+    assert len(pinned) == len(ROOK_PINNED) and pinned <= {p["metadata"]["uid"] for p in left}
     for p in left:
         kind = owner_kind(p)
         finished = p["status"].get("phase") in ("Succeeded", "Failed")   # kept: documented choice
-        assert kind == "DaemonSet" or finished or p["metadata"]["uid"] == inference_uid, \
+        assert kind == "DaemonSet" or finished or p["metadata"]["uid"] in pinned | {inference_uid}, \
             p["metadata"]["name"]
     assert inference_pod(clean)["metadata"]["uid"] == inference_uid
     assert inference_pod(clean)["spec"]["nodeName"] == GPU_A
     assert all(not n["spec"].get("unschedulable") for n in clean.get_json("nodes")["items"])
 
-    moved = [p for p in before.values()
-             if owner_kind(p) in ("ReplicaSet", "StatefulSet") and p["metadata"]["uid"] != inference_uid]
+    moved = [p for uid, p in before.items()
+             if owner_kind(p) in ("ReplicaSet", "StatefulSet") and uid not in pinned | {inference_uid}]
     for old in moved:
         labels = ",".join(f"{k}={v}" for k, v in old["metadata"]["labels"].items()
                           if k == "app.kubernetes.io/name")

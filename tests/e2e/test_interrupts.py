@@ -87,7 +87,7 @@ def test_an_interrupted_evacuation_leaves_a_consistent_cluster(gpuisolate, clean
     pinned_workload(admin, namespace)
     if not taint_first:
         assert gpuisolate("taint").returncode == 0
-    before = admin.pods()
+    before, claims = admin.pods(), admin.local_claims()
     args = ["evacuate", "--delete-emptydir-data", "-o", "json", "--timeout", "60s",
             "--parallel-nodes", str(rng.choice([1, 2])), "--max-parallel", str(rng.choice([1, 3, 8]))]
     args += ["--taint"] if taint_first else []
@@ -117,7 +117,8 @@ def test_an_interrupted_evacuation_leaves_a_consistent_cluster(gpuisolate, clean
     after = admin.pods()
     for node in doc["nodes"]:
         movable = {ref(p) for p in before.values()
-                   if p["spec"].get("nodeName") == node["name"] and classify(p) in ("move", "terminating")}
+                   if p["spec"].get("nodeName") == node["name"]
+                   and classify(p, local_claims=claims) in ("move", "terminating")}
         pending = {p["pod"]: p["state"] for p in node["pending"]}
         listed = set(node["moved"]) | set(pending) | {p["pod"] for p in node["failed"]}
         assert listed == movable, (node["name"], sorted(listed ^ movable), context)
@@ -129,7 +130,7 @@ def test_an_interrupted_evacuation_leaves_a_consistent_cluster(gpuisolate, clean
     for uid, pod in before.items():
         if pod["spec"].get("nodeName") not in GPU_NODES or uid in after:
             continue
-        kind = classify(pod)
+        kind = classify(pod, local_claims=claims)
         assert kind == "move", f"{kind} pod {ref(pod)} was removed; {context}"
         wait_until(f"a replacement of {ref(pod)}", lambda pod=pod: any(
             owner(p) == owner(pod) and p["metadata"]["uid"] not in before for p in admin.pods().values()))

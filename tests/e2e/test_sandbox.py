@@ -9,6 +9,7 @@ from sandbox_helpers import (
     GPU_A,
     GPU_B,
     GPU_NODES,
+    ROOK_PINNED,
     app_name,
     owner_kind,
     wait_until,
@@ -215,3 +216,32 @@ def test_reset_never_adopts_a_namespace_it_is_deleting(sandbox):
     sandbox.reset()
     ns = sandbox.kubectl("get", "namespace", held, check=False)
     assert ns.returncode != 0 or "Terminating" in ns.stdout
+
+
+def test_the_seeds_rook_ceph_pods_are_shaped_as_rook_makes_them(sandbox):
+    """Pinned by hostname (crash collector, exporter, mon), on a local PV (the OSD), free (the rgw),
+    and a completed prepare Job; a reset that finds the volume gone recreates claim and volume."""
+    sandbox.kubectl("delete", "deployment", "-n", "kommander", "rook-ceph-osd-1", "--wait=false")
+    sandbox.kubectl("delete", "pvc", "-n", "kommander", "rook-ceph-osd-set1-data-0vnfjx", "--wait=false")
+    sandbox.kubectl("delete", "pv", "local-pv-rook-osd-set1-9xdn9", "--wait=false")
+    r = sandbox.reset()
+    assert "recreating" in r.stdout + r.stderr
+    pv = sandbox.get_json("pv", "local-pv-rook-osd-set1-9xdn9")
+    assert pv["status"]["phase"] == "Bound" and pv["spec"]["local"]
+    assert not pv["metadata"].get("deletionTimestamp")
+    assert pv["spec"]["nodeAffinity"]["required"]["nodeSelectorTerms"][0]["matchExpressions"] == [
+        {"key": "kubernetes.io/hostname", "operator": "In", "values": [GPU_B]}]
+    pods = {app_name(p): p for p in sandbox.pods("-n", "kommander")
+            if (app_name(p) or "").startswith("rook-ceph")}
+    assert set(pods) == ROOK_PINNED | {"rook-ceph-rgw-dkp-object-store-a",
+                                       "rook-ceph-osd-prepare-rook-ceph-osd-set1-data-0vnfjx"}
+    assert all(p["spec"]["nodeName"] == GPU_B for p in pods.values())
+    for name in ROOK_PINNED - {"rook-ceph-osd-1"}:
+        assert pods[name]["spec"]["nodeSelector"] == {"kubernetes.io/hostname": GPU_B}
+    osd = pods["rook-ceph-osd-1"]
+    assert osd["status"]["phase"] == "Running" and "nodeSelector" not in osd["spec"]
+    assert [v["persistentVolumeClaim"]["claimName"] for v in osd["spec"]["volumes"]
+            if "persistentVolumeClaim" in v] == ["rook-ceph-osd-set1-data-0vnfjx"]
+    assert pods["rook-ceph-osd-prepare-rook-ceph-osd-set1-data-0vnfjx"]["status"]["phase"] == "Succeeded"
+    assert "nodeSelector" not in pods["rook-ceph-rgw-dkp-object-store-a"]["spec"]
+    assert "unchanged" in sandbox.reset().stdout

@@ -10,7 +10,7 @@ from collections import Counter
 from .cluster import GPU_KEY, classify, ref
 from .writer import PREFIX
 
-STAYS = ("daemonset", "mirror", "gpu", "tolerates", "finished")
+STAYS = ("daemonset", "mirror", "gpu", "tolerates", "finished", "nowhere")
 FAILURE_EXITS = (4, 7, 8)      # connection, conflict, API error: allowed under faults
 
 
@@ -69,7 +69,7 @@ class Checker:
         alive = {uid for uid, p in self.after["pods"].items() if not p["metadata"].get("deletionTimestamp")}
         for uid, pod in self.before["pods"].items():
             node = pod["spec"].get("nodeName")
-            kind = classify(pod, self.before_val.get(node) or "true")
+            kind = classify(pod, self.before_val.get(node) or "true", self.before.get("localClaims"))
             if node in targets and kind in STAYS:
                 self.check("protected-pods", uid in alive, f"{kind} pod {ref(pod)} ({uid}) was removed")
             elif node not in targets and kind != "terminating":
@@ -162,7 +162,8 @@ class Checker:
             for pod_ref, (uid, _) in before.items():
                 self.check("refused-untouched", uid in alive, f"pod {pod_ref} on refused node {name}")
             return
-        movable = {r for r, (_, p) in before.items() if classify(p, value) in ("move", "terminating")}
+        claims = self.before.get("localClaims")
+        movable = {r for r, (_, p) in before.items() if classify(p, value, claims) in ("move", "terminating")}
         moved = set(d.get("wouldMove" if server else "moved") or ())
         pending = {p["pod"]: p for p in d.get("pending") or ()}
         failed = {p["pod"] for p in d.get("failed") or ()}
@@ -170,7 +171,7 @@ class Checker:
                    f"node {name}: reported {sorted(moved | set(pending) | failed)} "
                    f"!= oracle {sorted(movable)}")
         stayed = {r for refs in (d.get("stayed") or {}).values() for r in refs}
-        oracle_stays = {r for r, (_, p) in before.items() if classify(p, value) in STAYS}
+        oracle_stays = {r for r, (_, p) in before.items() if classify(p, value, claims) in STAYS}
         self.check("summary", stayed == oracle_stays,
                    f"node {name}: stayed {sorted(stayed)} != {sorted(oracle_stays)}")
         for pod_ref in moved & set(before):

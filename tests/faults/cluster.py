@@ -47,6 +47,21 @@ class Admin:
     def pods(self):
         return {p["metadata"]["uid"]: p for p in self.kube.list("pods")}
 
+    def local_claims(self):
+        """{(namespace, claim): node} for the claims bound to a PersistentVolume that one node's
+        hostname pins (a `local` volume): the oracle's "nowhere" pods mount one on their node."""
+        out = {}
+        for pv in self.kube.list("persistentvolumes"):
+            ref = pv["spec"].get("claimRef") or {}
+            terms = (((pv["spec"].get("nodeAffinity") or {}).get("required") or {})
+                     .get("nodeSelectorTerms") or [])
+            nodes = [v for t in terms for e in t.get("matchExpressions") or ()
+                     if e.get("key") == "kubernetes.io/hostname" and e.get("operator") == "In"
+                     for v in e.get("values") or ()]
+            if ref.get("name") and len(nodes) == 1:
+                out[(ref.get("namespace", ""), ref["name"])] = nodes[0]
+        return out
+
 
 class Watch:
     """Lists ``path``, then watches it from that resourceVersion in a thread until ``stop()``;
@@ -149,9 +164,21 @@ def _tolerates_gpu(pod, value):
     return False
 
 
-def classify(pod, taint_value="true"):
+def _pinned_here(pod, local_claims):
+    """Its replacement could run on its own node only: a hostname nodeSelector naming that node,
+    or a claim on a volume that node's hostname pins (``local_claims``, Admin.local_claims())."""
+    node, ns = pod["spec"].get("nodeName"), pod["metadata"].get("namespace", "")
+    if (pod["spec"].get("nodeSelector") or {}).get("kubernetes.io/hostname") == node:
+        return True
+    claims = [(v.get("persistentVolumeClaim") or {}).get("claimName")
+              for v in pod["spec"].get("volumes") or ()]
+    return any((local_claims or {}).get((ns, c)) == node for c in claims if c)
+
+
+def classify(pod, taint_value="true", local_claims=None):
     """Why a pod on a GPU node must stay, or "move": the oracle, written apart from the planner
-    (``taint_value``: the value of the node's nvidia.com/gpu:NoSchedule taint)."""
+    (``taint_value``: the value of the node's nvidia.com/gpu:NoSchedule taint). "nowhere": pinned
+    to its node (it has nowhere else to land while that node is evacuated)."""
     if pod["metadata"].get("deletionTimestamp"):
         return "terminating"
     if MIRROR in (pod["metadata"].get("annotations") or {}):
@@ -164,6 +191,8 @@ def classify(pod, taint_value="true"):
         return "gpu"
     if _tolerates_gpu(pod, taint_value):
         return "tolerates"
+    if owner(pod)[0] and _pinned_here(pod, local_claims):
+        return "nowhere"
     return "move"
 
 

@@ -171,7 +171,8 @@ class Soak:
                         raise
 
     def snapshot(self):
-        return {"nodes": self.admin.nodes(), "pods": self.admin.pods()}
+        return {"nodes": self.admin.nodes(), "pods": self.admin.pods(),
+                "localClaims": self.admin.local_claims()}
 
     # -- one run ----------------------------------------------------------------------------------
     def run(self, seed):

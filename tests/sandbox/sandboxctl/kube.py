@@ -13,6 +13,7 @@ import urllib.parse
 GROUPS = {  # plural -> API prefix
     "namespaces": "/api/v1", "nodes": "/api/v1", "pods": "/api/v1",
     "services": "/api/v1", "configmaps": "/api/v1", "serviceaccounts": "/api/v1",
+    "persistentvolumes": "/api/v1", "persistentvolumeclaims": "/api/v1",
     "deployments": "/apis/apps/v1", "replicasets": "/apis/apps/v1",
     "statefulsets": "/apis/apps/v1", "daemonsets": "/apis/apps/v1",
     "controllerrevisions": "/apis/apps/v1",
@@ -22,12 +23,13 @@ GROUPS = {  # plural -> API prefix
     "clusterrolebindings": "/apis/rbac.authorization.k8s.io/v1",
     "leases": "/apis/coordination.k8s.io/v1",
 }
-CLUSTER_SCOPED = {"namespaces", "nodes", "clusterroles", "clusterrolebindings"}
+CLUSTER_SCOPED = {"namespaces", "nodes", "clusterroles", "clusterrolebindings", "persistentvolumes"}
 PLURAL = {"Namespace": "namespaces", "Node": "nodes", "Pod": "pods",
           "Deployment": "deployments", "ReplicaSet": "replicasets",
           "StatefulSet": "statefulsets", "DaemonSet": "daemonsets", "Job": "jobs",
           "PodDisruptionBudget": "poddisruptionbudgets", "Service": "services",
-          "ConfigMap": "configmaps", "ClusterRoleBinding": "clusterrolebindings"}
+          "ConfigMap": "configmaps", "ClusterRoleBinding": "clusterrolebindings",
+          "PersistentVolume": "persistentvolumes", "PersistentVolumeClaim": "persistentvolumeclaims"}
 
 
 class ApiError(Exception):

@@ -138,8 +138,25 @@ def wait_pdbs(kube, pdbs, timeout=120):
     wait_for("PodDisruptionBudgets", check, timeout)
 
 
+def create_volumes(kube, timeout=120):
+    """Create the seed's PersistentVolumes and their pre-bound claims; wait until each claim is Bound."""
+    volumes = seed.volumes()
+    for obj in volumes:
+        kube.create(obj)
+    claims = [obj["metadata"] for obj in volumes if obj["kind"] == "PersistentVolumeClaim"]
+
+    def check():
+        for m in claims:
+            claim = kube.get("persistentvolumeclaims", m["name"], m["namespace"])
+            phase = claim.get("status", {}).get("phase")
+            if phase != "Bound":
+                return False, f"PVC {m['namespace']}/{m['name']} is {phase}"
+        return True, ""
+    wait_for("the seed's claims to bind", check, timeout)
+
+
 def load_workloads(kube, log):
-    """Create DaemonSets, the phased workloads and the PDBs; wait until settled."""
+    """Create DaemonSets, the volumes, the phased workloads and the PDBs; wait until settled."""
     for ns in seed.NAMESPACES:
         cur = kube.get_or_none("namespaces", ns)
         if cur is not None and cur["metadata"].get("deletionTimestamp"):  # a test deleted it
@@ -149,6 +166,7 @@ def load_workloads(kube, log):
     daemonsets = seed.daemonsets()
     for obj, _ in daemonsets:
         kube.create(obj)
+    create_volumes(kube)
     try:
         for targets, workloads in seed.phases():
             set_schedulable(kube, targets, seed.ALL_NODES)
@@ -188,14 +206,26 @@ def snapshot(kube):
                 extra = ([obj["spec"].get("nodeName"), obj["status"].get("phase"),
                           bool(m.get("deletionTimestamp"))] if plural == "pods" else [m.get("generation")])
                 snap["objects"].append([plural, ns, m["name"], m["uid"], *extra])
+        for claim in kube.list("persistentvolumeclaims", ns):
+            m = claim["metadata"]
+            snap["objects"].append(["persistentvolumeclaims", ns, m["name"], m["uid"],
+                                    claim.get("status", {}).get("phase")])
+    for name in _seed_volume_names():
+        pv = kube.get_or_none("persistentvolumes", name) or {"metadata": {"uid": None}}
+        snap["objects"].append(["persistentvolumes", "", name, pv["metadata"]["uid"],
+                                pv.get("status", {}).get("phase")])
     snap["objects"].sort()
     return snap
 
 
-def clear_workloads(kube, timeout=60):
-    """Delete every workload and pod in the scenario namespaces."""
+def _seed_volume_names():
+    return [obj["metadata"]["name"] for obj in seed.volumes() if obj["kind"] == "PersistentVolume"]
+
+
+def clear_workloads(kube, timeout=120):
+    """Delete every workload, pod and claim in the scenario namespaces, and the seed's volumes."""
     for ns in seed.NAMESPACES:
-        for plural in WORKLOAD_PLURALS + ["replicasets"]:
+        for plural in WORKLOAD_PLURALS + ["replicasets", "persistentvolumeclaims"]:
             kube.request("DELETE", f"{_coll(plural, ns)}?propagationPolicy=Background")
 
     def check():
@@ -204,7 +234,12 @@ def clear_workloads(kube, timeout=60):
             pods = kube.list("pods", ns)
             if pods:
                 kube.request("DELETE", f"{_coll('pods', ns)}?gracePeriodSeconds=0")
-            left += len(pods) + sum(len(kube.list(p, ns)) for p in WORKLOAD_PLURALS + ["replicasets"])
+            left += len(pods) + sum(len(kube.list(p, ns))
+                                    for p in WORKLOAD_PLURALS + ["replicasets", "persistentvolumeclaims"])
+        for name in _seed_volume_names():  # Released once its claim is gone; Retain keeps it until then
+            if kube.get_or_none("persistentvolumes", name) is not None:
+                kube.delete("persistentvolumes", name)
+                left += 1
         return left == 0, f"{left} objects left"
     wait_for("scenario objects to be deleted", check, timeout, interval=0.5)
 

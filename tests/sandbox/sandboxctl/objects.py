@@ -125,3 +125,36 @@ def pdb(ns, name, selector_name, min_available=None, max_unavailable=None):
         spec["maxUnavailable"] = max_unavailable
     return {"apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
             "metadata": {"name": name, "namespace": ns}, "spec": spec}
+
+
+def with_volumes(spec, volumes):
+    """spec with more volumes, each mounted in the first container at /<name>."""
+    spec = dict(spec, volumes=list(spec.get("volumes") or []) + volumes)
+    first = dict(spec["containers"][0])
+    first["volumeMounts"] = list(first.get("volumeMounts") or []) + [
+        {"name": v["name"], "mountPath": f"/{v['name']}"} for v in volumes]
+    spec["containers"] = [first] + spec["containers"][1:]
+    return spec
+
+
+def host_affinity(key, values):
+    return {"required": {"nodeSelectorTerms": [
+        {"matchExpressions": [{"key": key, "operator": "In", "values": list(values)}]}]}}
+
+
+def persistent_volume(name, claim_ns, claim_name, node_affinity, size="100Gi", local_path=None):
+    """A PersistentVolume pre-bound to one claim (storageClassName ""), with a nodeAffinity:
+    a `local` volume when local_path is given, else a CSI-less hostPath stand-in for a zonal disk."""
+    source = {"local": {"path": local_path}} if local_path else {"hostPath": {"path": f"/mnt/{name}"}}
+    return {"apiVersion": "v1", "kind": "PersistentVolume", "metadata": {"name": name},
+            "spec": {"capacity": {"storage": size}, "accessModes": ["ReadWriteOnce"],
+                     "persistentVolumeReclaimPolicy": "Retain", "storageClassName": "",
+                     "claimRef": {"namespace": claim_ns, "name": claim_name},
+                     "nodeAffinity": node_affinity, **source}}
+
+
+def persistent_volume_claim(ns, name, volume, size="100Gi"):
+    return {"apiVersion": "v1", "kind": "PersistentVolumeClaim",
+            "metadata": {"name": name, "namespace": ns},
+            "spec": {"accessModes": ["ReadWriteOnce"], "storageClassName": "", "volumeName": volume,
+                     "resources": {"requests": {"storage": size}}}}

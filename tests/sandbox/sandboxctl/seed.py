@@ -18,6 +18,15 @@ ALL_NODES = GPU_NODES + CPU_WORKERS + CONTROL_PLANE
 NAMESPACES = ["kube-system", "metallb-system", "kommander", "nai-system", "nai-admin",
               "envoy-gateway-system", "git-operator-system", "kubecost", "kserve"]
 
+ROOK_NS = "kommander"  # NKP installs rook-ceph into kommander (the seed lists its pods among kommander's)
+OSD_CLAIM = "rook-ceph-osd-set1-data-0vnfjx"  # the PVC in the seed's osd-prepare pod's name
+OSD_VOLUME = "local-pv-rook-osd-set1-9xdn9"
+ROOK_ON_GPU_B = {  # deployment name -> what keeps it there (tests/e2e read this)
+    f"rook-ceph-crashcollector-{GPU_B}": "nodeSelector", f"rook-ceph-exporter-{GPU_B}": "nodeSelector",
+    "rook-ceph-mon-c": "nodeSelector", "rook-ceph-osd-1": "local PV"}
+ROOK_MOVES = "rook-ceph-rgw-dkp-object-store-a"
+ROOK_PREPARE_JOB = f"rook-ceph-osd-prepare-{OSD_CLAIM}"
+
 SEED_TOLERATIONS = [o.GPU_TOLERATION]  # llama32-iep-predictor; DefaultTolerationSeconds adds the rest
 
 
@@ -70,6 +79,37 @@ def daemonsets():
     ]
 
 
+def volumes():
+    """The OSD's disk: a `local` PersistentVolume on GPU node B and its pre-bound claim (Rook's
+    storageClassDeviceSets on local disks). Created before the phases; cluster-scoped PV included."""
+    affinity = o.host_affinity("kubernetes.io/hostname", [GPU_B])
+    return [o.persistent_volume(OSD_VOLUME, ROOK_NS, OSD_CLAIM, affinity, local_path="/dev/sdb"),
+            o.persistent_volume_claim(ROOK_NS, OSD_CLAIM, OSD_VOLUME)]
+
+
+def rook_on_gpu_b():
+    """rook-ceph's pods on GPU node B, shaped as Rook makes them: the crash collector, the exporter
+    and the mon pinned by a hostname nodeSelector (the mon's data on a host path), the OSD on its
+    local PV, the rgw free to move, and the OSD's completed prepare Job."""
+    d = o.deployment
+    pin = {"kubernetes.io/hostname": GPU_B}
+    ceph = "quay.io/ceph/ceph:v18.2.4"
+    host = [{"name": "rook-data", "hostPath": {"path": "/var/lib/rook"}}]
+    mon_data = [{"name": "ceph-daemon-data", "hostPath": {"path": "/var/lib/rook/mon-c/data"}}]
+    osd_disk = [{"name": "osd-data", "persistentVolumeClaim": {"claimName": OSD_CLAIM}}]
+    return [
+        (d(ROOK_NS, f"rook-ceph-crashcollector-{GPU_B}", 1,
+           o.with_volumes(_spec(ceph, node_selector=pin), host)), 1),
+        (d(ROOK_NS, f"rook-ceph-exporter-{GPU_B}", 1,
+           o.with_volumes(_spec(ceph, node_selector=pin), host)), 1),
+        (d(ROOK_NS, "rook-ceph-mon-c", 1, o.with_volumes(_spec(ceph, "200m", "512Mi", node_selector=pin),
+                                                         mon_data)), 1),
+        (d(ROOK_NS, "rook-ceph-osd-1", 1, o.with_volumes(_spec(ceph, "200m", "1Gi"), osd_disk)), 1),
+        (d(ROOK_NS, ROOK_MOVES, 1, _spec(ceph)), 1),
+        (o.job(ROOK_NS, ROOK_PREPARE_JOB, o.with_volumes(_spec("rook/ceph:v1.15.5"), osd_disk)), 1),
+    ]
+
+
 def phases():
     """(target nodes, [(object, expected pods)]) in load order."""
     d, s, j = o.deployment, o.statefulset, o.job
@@ -106,6 +146,7 @@ def phases():
            _spec("registry.k8s.io/kube-state-metrics/kube-state-metrics:v2.15.0")), 1),
         (d("kserve", "kserve-controller-manager", 1, _spec("kserve/kserve-controller:v0.15.2")), 1),
         (d("kommander", "kubernetes-dashboard-web", 1, _spec("kubernetesui/dashboard-web:1.6.2")), 1),
+        *rook_on_gpu_b(),
     ]
     coredns_tol = [{"key": "CriticalAddonsOnly", "operator": "Exists"},
                    {"key": "node-role.kubernetes.io/control-plane", "effect": "NoSchedule"}]
