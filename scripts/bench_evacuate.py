@@ -44,8 +44,12 @@ def _replicaset(name, node, replicas, gpu):
                                   "limits": {"nvidia.com/gpu": "1"}}
         spec["tolerations"] = [{"key": GPU_TAINT_KEY, "operator": "Exists", "effect": "NoSchedule"}]
         spec["nodeSelector"] = {"kubernetes.io/hostname": node}
-    # The ordinary pods are not pinned: evacuate's landing check leaves a pinned pod in place (its
-    # replacement could land nowhere else).  reset() places them by cordoning the other nodes.
+    else:
+        # Kept to the bench's nodes, but not pinned to one: evacuate's landing check leaves a
+        # pinned pod in place (its replacement could land nowhere else).  reset() places them
+        # by cordoning the other bench nodes.
+        spec["affinity"] = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
+            "nodeSelectorTerms": [{"matchExpressions": [{"key": LABEL, "operator": "Exists"}]}]}}}
     return {"apiVersion": "apps/v1", "kind": "ReplicaSet",
             "metadata": {"name": name, "namespace": NS, "labels": labels},
             "spec": {"replicas": replicas, "selector": {"matchLabels": labels},
