@@ -6,7 +6,6 @@ import os
 import re
 import shutil
 import subprocess
-
 import sys
 
 import pytest
@@ -41,7 +40,8 @@ def completing_bin(tmp_path_factory):
     directory = write_launcher(tmp_path_factory.mktemp("completing-bin"))
     helper = os.path.join(directory, "kubectl_complete-gpuisolate")
     with open(helper, "w") as f:
-        f.write(f"#!/bin/sh\nPYTHONPATH={REPO} exec {sys.executable} -m kubectl_gpuisolate __complete \"$@\"\n")
+        f.write(f"#!/bin/sh\nPYTHONPATH={REPO} exec {sys.executable} -m kubectl_gpuisolate "
+                "__complete \"$@\"\n")
     os.chmod(helper, 0o755)
     return directory
 
