@@ -59,6 +59,11 @@ class PodDecision:
     def ref(self) -> str:
         return f"{self.namespace}/{self.name}"
 
+    @property
+    def misplaced(self) -> bool:
+        """It does not belong on the node: it would move (gated or not) or has nowhere to go."""
+        return self.action in (MOVE, BLOCKED) or self.reason in MISPLACED_STAYS
+
 
 @dataclass
 class NodePlan:
@@ -88,8 +93,7 @@ class NodePlan:
     @property
     def misplaced(self) -> List[PodDecision]:
         """Pods that do not belong on the node, gated or not, or with nowhere else to go."""
-        return [d for d in self.decisions
-                if d.action in (MOVE, BLOCKED) or d.reason in MISPLACED_STAYS]
+        return [d for d in self.decisions if d.misplaced]
 
     @property
     def movable(self) -> List[PodDecision]:

@@ -63,8 +63,7 @@ def _header(plan, wide):
 
 def needs_attention(decision):
     """Would move, is gated, has nowhere to land, or carries a warning."""
-    return (decision.action in (planner.MOVE, planner.BLOCKED)
-            or decision.reason in planner.MISPLACED_STAYS or bool(decision.warning))
+    return decision.misplaced or bool(decision.warning)
 
 
 def _pod_table(plan, wide, all_pods=True):
