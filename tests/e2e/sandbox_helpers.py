@@ -37,6 +37,15 @@ class Sandbox:
     def __init__(self, directory=None):
         self.dir = Path(directory or os.environ.get("SANDBOX_DIR") or REPO / ".sandbox").resolve()
         self.kubeconfig = self.dir / "kubeconfig"
+        # The Kubernetes minor this run asks for (tests/sandbox/sandboxctl/versions.py's rule).
+        self.minor = (os.environ.get("SANDBOX_K8S_VERSION") or "1.33").strip().lstrip("v")
+
+    def release(self):
+        """The running control plane's release, e.g. "v1.33.5"."""
+        return self.state()["release"]
+
+    def minor_at_least(self, minor):
+        return tuple(int(x) for x in self.minor.split(".")) >= tuple(int(x) for x in minor.split("."))
 
     # scripts/sandbox --------------------------------------------------------
     def script(self, *args, check=True, timeout=1800):
@@ -60,6 +69,11 @@ class Sandbox:
             if scenario != "seed":
                 raise SandboxNotReady(f"a sandbox with scenario {scenario!r} is running in {self.dir}; "
                                       "the e2e tests need the seed scenario (scripts/sandbox down; up)")
+            running = self.state().get("k8s_version", "1.33")
+            if running != self.minor:
+                raise SandboxNotReady(f"a Kubernetes {running} sandbox is running in {self.dir}, and this "
+                                      f"run asks for {self.minor} (SANDBOX_K8S_VERSION); "
+                                      "use another SANDBOX_DIR")
             return False
         self.script("up")
         return True

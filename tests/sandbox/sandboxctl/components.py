@@ -18,11 +18,11 @@ STAGES = ["node/fast/node-initialize.yaml", "node/heartbeat-with-lease/node-hear
           "pod/fast/pod-ready.yaml", "pod/fast/pod-complete.yaml", "pod/fast/pod-delete.yaml"]
 
 
-def binaries():
-    """The cache directory with all binaries; builds what is missing."""
+def binaries(minor):
+    """The cache directory with all binaries of Kubernetes `minor`; builds what is missing."""
     d = os.environ.get("SANDBOX_BIN_DIR")
     if not d:
-        r = subprocess.run([str(BUILD)], stdout=subprocess.PIPE, text=True)
+        r = subprocess.run([str(BUILD), minor], stdout=subprocess.PIPE, text=True)
         if r.returncode != 0 or not r.stdout.strip():
             raise SandboxError("building the sandbox binaries failed (see the output above); "
                                "fix it and rerun `scripts/sandbox up`")
@@ -87,7 +87,9 @@ def argv(name, state, scale):
             "--use-service-account-credentials=false", "--node-monitor-period=5s",
             f"--node-monitor-grace-period={grace}", "--concurrent-deployment-syncs=10",
             "--concurrent-replicaset-syncs=10", "--concurrent-statefulset-syncs=10",
-            "--concurrent-daemonset-syncs=4", "--concurrent-gc-syncs=40", "--v=0"]
+            "--concurrent-gc-syncs=40", "--v=0"] + (
+            # The DaemonSet controller's concurrency became a flag in 1.32.
+            ["--concurrent-daemonset-syncs=4"] if _minor(state) >= (1, 32) else [])
     if name == "kube-scheduler":
         return delegated + ["--v=0"]
     if name == "kwok":
@@ -95,6 +97,10 @@ def argv(name, state, scale):
                 f"--node-lease-duration-seconds={200 if scale else 40}", "--cidr=10.128.0.1/12", "--v=WARN",
                 "--node-ip=127.0.0.1", f"--server-address=127.0.0.1:{p['kwok']}"]
     raise ValueError(name)
+
+
+def _minor(state):
+    return tuple(int(x) for x in state.data.get("k8s_version", "1.33").split("."))
 
 
 def api_context(state):

@@ -6,7 +6,7 @@ import time
 from pathlib import Path
 
 from . import components as comp
-from . import load, pki, platforms, scale
+from . import load, objects, pki, platforms, scale, versions
 from .kube import ApiError, Kube
 from .procs import SandboxError, State, alive, free_ports, rss_mib, stop
 
@@ -61,7 +61,16 @@ def teardown(state):
     return stopped
 
 
-def up(scenario=None, nodes=None, gpu_nodes=None, pods=None):
+def use_version(minor):
+    """Nodes get the control plane's release as their kubelet version, as on a real cluster."""
+    objects.KUBELET_VERSION = versions.full(minor)
+
+
+def up(scenario=None, nodes=None, gpu_nodes=None, pods=None, k8s_version=None):
+    minor = versions.wanted(k8s_version)
+    if minor not in versions.available():
+        raise SandboxError(f"no Kubernetes {minor} for the sandbox; choose one of "
+                           f"{', '.join(versions.available())}")
     root = state_dir()
     state = State(root)
     lock = state.lock()
@@ -71,6 +80,11 @@ def up(scenario=None, nodes=None, gpu_nodes=None, pods=None):
         if state.exists():
             if is_up(state):
                 cur = state.data.get("scenario")
+                running = state.data.get("k8s_version", versions.DEFAULT)
+                if running != minor:
+                    raise SandboxError(f"a Kubernetes {running} sandbox is already up in {root}, not "
+                                       f"{minor}; run `scripts/sandbox down` first, or set SANDBOX_DIR "
+                                       "to another directory")
                 if (scenario and scenario != cur) or \
                         (scenario == "scale" and params != state.data.get("params")):
                     raise SandboxError(f"a sandbox with scenario {cur} is already up in {root}; "
@@ -84,7 +98,7 @@ def up(scenario=None, nodes=None, gpu_nodes=None, pods=None):
             os.close(old)
         fresh = State(root)
         try:
-            return _fresh_up(fresh, scenario or "seed", params)
+            return _fresh_up(fresh, scenario or "seed", params, minor)
         except KeyboardInterrupt as exc:
             _stop_all(fresh)
             if fresh.exists():
@@ -96,13 +110,15 @@ def up(scenario=None, nodes=None, gpu_nodes=None, pods=None):
         os.close(lock)
 
 
-def _fresh_up(state, scenario, params):
+def _fresh_up(state, scenario, params, minor):
     t0 = time.time()
-    bindir = comp.binaries()
+    use_version(minor)
+    bindir = comp.binaries(minor)
     t_build = time.time() - t0
     is_scale = scenario == "scale"
     ports = dict(zip(comp.PORT_NAMES, free_ports(len(comp.PORT_NAMES))))
-    state.data = {"scenario": scenario, "params": params, "phase": "starting", "bin": bindir,
+    state.data = {"scenario": scenario, "params": params, "k8s_version": minor,
+                  "release": versions.full(minor), "phase": "starting", "bin": bindir,
                   "ports": ports, "server": f"https://127.0.0.1:{ports['kube-apiserver']}",
                   "started_at": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
     state.save()
@@ -144,7 +160,7 @@ def _fresh_up(state, scenario, params):
     state.data["timings"] = {"build_check_s": round(t_build, 1), "control_plane_s": round(t_api - t_build, 1),
                              "scenario_load_s": round(t_load, 1), "total_s": round(time.time() - t0, 1)}
     state.save()
-    log(f"up (scenario {scenario}) in {time.time() - t0:.1f}s "
+    log(f"up (Kubernetes {versions.full(minor)}, scenario {scenario}) in {time.time() - t0:.1f}s "
         f"(apiserver ready after {t_api:.1f}s, scenario loaded in {t_load:.1f}s)")
     print(f"export KUBECONFIG={state.kubeconfig}")
     return 0
@@ -207,7 +223,8 @@ def status():
     rows = component_report(state)
     phase = state.data.get("phase")
     ok = phase == "ready" and all(r[3] for r in rows)
-    log(f"{'up' if ok else 'NOT healthy'} (scenario {state.data.get('scenario')}, phase {phase}) "
+    log(f"{'up' if ok else 'NOT healthy'} (Kubernetes {state.data.get('release', '?')}, "
+        f"scenario {state.data.get('scenario')}, phase {phase}) "
         f"in {state.root}")
     for name, rec, running, good in rows:
         pid = rec["pid"] if rec else "-"
@@ -234,6 +251,7 @@ def reset():
     lock = state.lock()
     try:
         t0 = time.time()
+        use_version(state.data.get("k8s_version", versions.DEFAULT))
         kube = kube_for(state)
         comp.apply_rbac(state, kube)
         if state.data.get("scenario") == "scale":

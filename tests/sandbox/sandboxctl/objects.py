@@ -1,6 +1,7 @@
 """Builders for the Kubernetes objects the scenarios create (plain dicts)."""
 
-K8S_VERSION = "v1.33.5"
+# The nodes' kubelet version: the control plane's release (control.use_version sets it).
+KUBELET_VERSION = "v1.33.5"
 GPU_TOLERATION = {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}
 TOLERATE_ALL = [{"operator": "Exists"}]
 CONTROL_PLANE_TAINT = {"key": "node-role.kubernetes.io/control-plane", "effect": "NoSchedule"}
@@ -35,7 +36,7 @@ def node(name, role, cpu, memory, gpus=0, gpu_product="NVIDIA-L40S", extra_label
                      "annotations": {"kwok.x-k8s.io/node": "fake"}},
         "spec": {"taints": taints} if taints else {},
         "status": {"capacity": capacity, "allocatable": allocatable,
-                   "nodeInfo": {"kubeletVersion": K8S_VERSION, "kubeProxyVersion": K8S_VERSION,
+                   "nodeInfo": {"kubeletVersion": KUBELET_VERSION, "kubeProxyVersion": KUBELET_VERSION,
                                 "containerRuntimeVersion": "containerd://1.7.27",
                                 "kernelVersion": "5.14.0-503.el9.x86_64",
                                 "osImage": "Rocky Linux 9.5 (Blue Onyx)",
