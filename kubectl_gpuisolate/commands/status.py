@@ -72,19 +72,23 @@ def run(options: StatusOptions, kube: "KubeApi", io: IO) -> int:
     from ..kube.nodes import find_nodes_and_view
 
     target = options.target
-    with ThreadPoolExecutor(max_workers=1) as early:
+    documented = options.output in ("json", "yaml")
+    with ThreadPoolExecutor(max_workers=2) as early:
         pdbs = early.submit(kube.list_pdbs)     # needs no node: read while the nodes are
+        # The document records which server judged it (core.server_versions); text does not.
+        server = early.submit(kube.server_version) if documented else None
         nodes, version, view, listed = find_nodes_and_view(
             kube, target.names, target.requirements, target.selector_text, warn=io.warn)
         # The pods are read as of the node list or later (one consistent read, not hundreds).
         plans = build_plans(kube, nodes, planner.PlanOptions(options.managed_taint),
                             not_older_than=version, pdbs=pdbs, landing_check=True, warn=io.warn,
                             cluster_nodes=listed)
-    result = StatusResult(nodes, plans, options.managed_taint, view)
+        result = StatusResult(nodes, plans, options.managed_taint, view,
+                              server.result() if server else "")
     for warning in result.warnings:
         io.warn(warning)
     owners.warn_pools(nodes, "persist the GPU taint in", io.warn)
-    if options.output in ("json", "yaml"):
+    if documented:
         io.out.write(output.document(to_document(result), options.output))
     else:
         io.out.write(render_text(result, wide=options.output == "wide",

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, Callable, Dict, FrozenSet, Iterable, List, Optional, Sequence, Set, Tuple, cast
 
-from . import gpu, landing, maintenance
+from . import claims, gpu, landing, maintenance
 from .disruption import PdbState as PdbState
 from .disruption import pdb_state as pdb_state
 from .disruption import pdbs_for_pod as pdbs_for_pod
@@ -147,6 +147,7 @@ class RuleContext:
     tolerated: bool                    # tolerates every one of gpu_taints
     pod: Obj = field(default_factory=dict, repr=False)
     cluster: Optional[landing.Cluster] = None   # None: where pods can land is not known
+    resource_claims: Optional[claims.Claims] = None   # the pods' ResourceClaims; None: not read
 
     @cached_property
     def landing(self) -> Optional[landing.Landing]:
@@ -166,7 +167,8 @@ class RuleContext:
 
 def rule_context(pod: Obj, gpu_taints: Iterable[Obj], pdbs: Iterable[Obj], options: PlanOptions,
                  missing_daemonsets: Iterable[Tuple[str, str]] = frozenset(),
-                 cluster: Optional[landing.Cluster] = None) -> RuleContext:
+                 cluster: Optional[landing.Cluster] = None,
+                 resource_claims: Optional[claims.Claims] = None) -> RuleContext:
     meta = pod.get("metadata") or {}
     taints = tuple(gpu_taints)
     return RuleContext(
@@ -175,7 +177,7 @@ def rule_context(pod: Obj, gpu_taints: Iterable[Obj], pdbs: Iterable[Obj], optio
         namespace=meta.get("namespace", ""), name=meta.get("name", ""), uid=meta.get("uid", ""),
         taint_text=", ".join(str(Taint.from_api(t)) for t in taints),
         tolerated=tolerates_all((pod.get("spec") or {}).get("tolerations"), taints),
-        pod=pod, cluster=cluster)
+        pod=pod, cluster=cluster, resource_claims=resource_claims)
 
 
 # -- the rules, in order (docs/design.md "The planner's decisions" lists them; a test checks) --------
@@ -246,8 +248,18 @@ def gpu_fraction(pod: Obj, ctx: RuleContext) -> Optional[PodDecision]:
 
 
 def resource_claim(pod: Obj, ctx: RuleContext) -> Optional[PodDecision]:
-    claims = gpu.pod_resource_claims(pod)
-    return _consumer(ctx, "resource-claim", "resource claims " + ", ".join(claims)) if claims else None
+    """DRA: a claim holding a GPU keeps the pod; one that cannot be judged keeps it too (the
+    conservative rule); claims for other devices only leave the pod to the rules after this."""
+    verdicts = claims.judge(pod, ctx.resource_claims)
+    held = [v for v in verdicts if v.kind == claims.GPU]
+    if held:
+        return _consumer(ctx, "resource-claim", "GPU resource claim " + ", ".join(map(str, held)))
+    unknown = [v for v in verdicts if v.kind == claims.UNKNOWN]
+    if unknown:
+        names = ", ".join(v.claim or v.entry for v in unknown)
+        why = "; ".join(sorted({v.what for v in unknown}))
+        return _consumer(ctx, "resource-claim", f"resource claims {names} ({why}: kept as GPU claims)")
+    return None
 
 
 def tolerated(pod: Obj, ctx: RuleContext) -> Optional[PodDecision]:
@@ -318,12 +330,14 @@ def _other_gpu_nodes_only(ctx: RuleContext, nodes: Sequence[str]) -> str:
 
 def decide(pod: Obj, gpu_taints: Sequence[Obj], pdbs: Iterable[Obj], options: PlanOptions,
            missing_daemonsets: Iterable[Tuple[str, str]] = frozenset(),
-           cluster: Optional[landing.Cluster] = None) -> PodDecision:
+           cluster: Optional[landing.Cluster] = None,
+           resource_claims: Optional[claims.Claims] = None) -> PodDecision:
     """One pod's decision: the first rule that decides, else gated_or_move.
 
     ``gpu_taints`` are the taints the pod must tolerate; ``pdbs`` those of its namespace;
-    ``cluster`` what the landing check reads (None: not checked)."""
-    ctx = rule_context(pod, gpu_taints, pdbs, options, missing_daemonsets, cluster)
+    ``cluster`` what the landing check reads (None: not checked); ``resource_claims`` the
+    pods' ResourceClaims (None: not read, so a pod with claims is kept)."""
+    ctx = rule_context(pod, gpu_taints, pdbs, options, missing_daemonsets, cluster, resource_claims)
     for rule in RULES:
         found = rule(pod, ctx)
         if found is not None:
@@ -333,7 +347,8 @@ def decide(pod: Obj, gpu_taints: Sequence[Obj], pdbs: Iterable[Obj], options: Pl
 
 def plan_node(node: Obj, pods: Iterable[Obj], pdbs: Iterable[Obj], options: PlanOptions,
               missing_daemonsets: Iterable[Tuple[str, str]] = frozenset(),
-              cluster: Optional[landing.Cluster] = None) -> NodePlan:
+              cluster: Optional[landing.Cluster] = None,
+              resource_claims: Optional[claims.Claims] = None) -> NodePlan:
     """The plan for one GPU node and the pods bound to it."""
     spec = node.get("spec") or {}
     node_taints = spec.get("taints") or []
@@ -348,7 +363,7 @@ def plan_node(node: Obj, pods: Iterable[Obj], pdbs: Iterable[Obj], options: Plan
     for pod in sorted(pods, key=lambda p: (p["metadata"].get("namespace", ""), p["metadata"]["name"])):
         namespace_pdbs = by_namespace.get(pod["metadata"].get("namespace"), ())
         plan.decisions.append(decide(pod, must_tolerate, namespace_pdbs, options, missing_daemonsets,
-                                     cluster))
+                                     cluster, resource_claims))
     return plan
 
 

@@ -16,6 +16,7 @@ import random
 import time
 from typing import Any, Dict
 
+from ..core import server_versions
 from ..errors import (
     ApiError,
     ApiNotFound,
@@ -37,6 +38,7 @@ CONTROLLER_PATHS = {
     "ReplicationController": "/api/v1/namespaces/{namespace}/replicationcontrollers/{name}",
     "Job": "/apis/batch/v1/namespaces/{namespace}/jobs/{name}",
 }
+_UNREAD = object()
 COMPONENT = "kubectl-gpuisolate"          # an Event's source.component and reportingComponent
 
 
@@ -47,6 +49,7 @@ class Kube:
     def __init__(self, transport, *, sleep=time.sleep, rng=random):
         self._transport = transport
         self._sleep, self._rng = sleep, rng
+        self._dra = _UNREAD      # the resource.k8s.io version to read claims in, once asked
 
     def warning_count(self):
         """How many distinct Warning headers the server sent (for --warnings-as-errors)."""
@@ -184,6 +187,28 @@ class Kube:
         """A PersistentVolume, or None when it does not exist."""
         return self._get_or_none(f"/api/v1/persistentvolumes/{name}",
                                  f"reading PersistentVolume {name}")
+
+    def get_resource_claim(self, namespace, name):
+        """A DRA ResourceClaim, in the newest resource.k8s.io version the server serves
+        (core.server_versions), or None when it does not exist."""
+        version = self._dra_version()
+        if version is None:
+            raise NotFound(f"the server serves no {server_versions.DRA_GROUP} API, so ResourceClaim "
+                           f"{namespace}/{name} cannot be read")
+        return self._get_or_none(f"/apis/{server_versions.DRA_GROUP}/{version}/namespaces/{namespace}"
+                                 f"/resourceclaims/{name}", f"reading ResourceClaim {namespace}/{name}")
+
+    def _dra_version(self):
+        if self._dra is _UNREAD:
+            group = self._get_or_none(f"/apis/{server_versions.DRA_GROUP}",
+                                      f"reading the {server_versions.DRA_GROUP} API versions")
+            served = [v.get("version", "") for v in (group or {}).get("versions") or ()]
+            self._dra = server_versions.dra_api_version(served)
+        return self._dra
+
+    def server_version(self):
+        """The server's release ("v1.33.5"), as ``kubectl version`` reads it."""
+        return server_versions.git_version(self._transport.get("/version", what="reading the server version"))
 
     def _get_or_none(self, path, what):
         if path is None:

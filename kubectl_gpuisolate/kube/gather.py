@@ -6,7 +6,7 @@ node, the claims and volumes of the pods that would move, and their controllers'
 from concurrent.futures import Future, ThreadPoolExecutor, as_completed
 from typing import Any, Dict, List, Tuple
 
-from ..core import gpu, landing, planner
+from ..core import claims, gpu, landing, planner
 from ..errors import GpuIsolateError
 from .nodes import FETCH_WORKERS
 
@@ -36,9 +36,10 @@ def essentials(pod):
         if spec.get(key):
             slim_spec[key] = [{"resources": c.get("resources") or {}} for c in spec[key]]
     slim = {"metadata": slim_meta, "spec": slim_spec}
-    phase = (pod.get("status") or {}).get("phase")
-    if phase:
-        slim["status"] = {"phase": phase}
+    status = pod.get("status") or {}
+    slim_status = {k: status[k] for k in ("phase", "resourceClaimStatuses") if status.get(k)}
+    if slim_status:
+        slim["status"] = slim_status
     return slim
 
 
@@ -80,10 +81,12 @@ def build_plans(kube, nodes, options, *, check_daemonsets=True, not_older_than=N
     ``cluster_nodes``: every node, when the caller has just listed them (else listed here)."""
     pods_by_node, pdbs, missing = gather(kube, nodes, not_older_than=not_older_than, pdbs=pdbs,
                                          check_daemonsets=check_daemonsets)
+    held = resource_claims(kube, [p for pods in pods_by_node.values() for p in pods],
+                           warn or (lambda message: None))
 
     def plan_all(cluster=None):
         return [planner.plan_node(node, pods_by_node[node["metadata"]["name"]], pdbs, options,
-                                  missing, cluster) for node in nodes]
+                                  missing, cluster, held) for node in nodes]
 
     plans = plan_all()
     movers = [pod for plan in plans for pod in _movers(plan, pods_by_node[plan.name])]
@@ -92,6 +95,23 @@ def build_plans(kube, nodes, options, *, check_daemonsets=True, not_older_than=N
     run = frozenset(run or (n["metadata"]["name"] for n in nodes))
     return plan_all(landing_cluster(kube, run, movers, warn or (lambda message: None),
                                     cluster_nodes))
+
+
+def resource_claims(kube, pods, warn):
+    """{(namespace, name): claim or None} of the DRA claims these pods hold (core.claims), read
+    only when some pod has claims; None when they cannot be read, said once to ``warn`` (the
+    planner then keeps every pod with claims, the conservative rule)."""
+    wanted = claims.wanted(pods)
+    if not wanted:
+        return {}
+    try:
+        with ThreadPoolExecutor(max_workers=min(FETCH_WORKERS, len(wanted))) as pool:
+            found = list(pool.map(lambda key: kube.get_resource_claim(*key), wanted))
+    except GpuIsolateError as exc:
+        warn(f"cannot read the pods' ResourceClaims, so every pod with claims is kept as a GPU "
+             f"pod: {exc}")
+        return None
+    return dict(zip(wanted, found))
 
 
 def _movers(plan, pods):

@@ -22,6 +22,7 @@ class StatusResult:
     plans: List[planner.NodePlan]     # one per node, in the same order
     taint: Taint                      # the managed taint (--gpu-taint)
     view: Optional[List[dict]] = None   # the nodes of the first table (default: ``nodes``)
+    server_version: str = ""            # GET /version's gitVersion (json/yaml only)
 
     @property
     def view_nodes(self):
@@ -137,7 +138,8 @@ def _node_doc(node, plan):
 
 def to_document(result):
     """The versioned json/yaml schema (documented in docs/output.md)."""
-    return {"schemaVersion": SCHEMA_VERSION, "taint": str(result.taint),
+    return {"schemaVersion": SCHEMA_VERSION, "serverVersion": result.server_version,
+            "taint": str(result.taint),
             "nodes": [_node_doc(node, plan) for node, plan in zip(result.nodes, result.plans)],
             "pdbBlockers": [_pdb_doc(p) for p in planner.pdb_blockers(result.plans)],
             "warnings": result.warnings}

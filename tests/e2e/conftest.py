@@ -8,8 +8,9 @@ reused if already up; one this fixture starts is stopped at the end unless
 SANDBOX_KEEP=1); ``seed`` and ``clean``, the seed state freshly reset for a
 test that reads it or changes it; ``namespace``, a namespace of the test's own;
 ``plugin_bin`` and ``gpuisolate``, the plugin run through kubectl's plugin
-discovery (plugin.py).
+discovery (plugin.py); ``rbac``, roles and bindings of one test.
 """
+import json
 import os
 import sys
 import uuid
@@ -83,3 +84,17 @@ def plugin_bin(tmp_path_factory):
 def gpuisolate(plugin_bin, sandbox):
     """``gpuisolate(*args)``: ``kubectl gpuisolate ARGS`` against the sandbox."""
     return Plugin(plugin_bin, str(sandbox.kubeconfig))
+
+
+@pytest.fixture
+def rbac(sandbox):
+    """``rbac(*objects)`` applies roles and bindings for one test; deleted afterwards."""
+    created = []
+
+    def add(*objects):
+        sandbox.kubectl("apply", "-f", "-", input=json.dumps({"apiVersion": "v1", "kind": "List",
+                                                               "items": list(objects)}))
+        created.extend(objects)
+    yield add
+    for obj in created:
+        sandbox.kubectl("delete", obj["kind"].lower(), obj["metadata"]["name"], "--wait=false", check=False)

@@ -229,8 +229,11 @@ class FakeCluster:
     landing check reads."""
 
     def __init__(self, nodes, pods, pdbs=(), script=None, on_evict=None, event_error=None, *,
-                 workers=(WORKER,), pvcs=None, pvs=None, controllers=None):
+                 workers=(WORKER,), pvcs=None, pvs=None, controllers=None, resource_claims=None,
+                 claims_error=None):
         self.nodes = {n["metadata"]["name"]: n for n in nodes}
+        self.resource_claims = dict(resource_claims or {})   # {(namespace, name): ResourceClaim}
+        self.claims_error = claims_error                     # raised by get_resource_claim
         for name in workers:
             self.nodes.setdefault(name, plain_node(name))
         self.pvcs, self.pvs = dict(pvcs or {}), dict(pvs or {})
@@ -307,6 +310,14 @@ class FakeCluster:
 
     def get_pv(self, name):
         return self.pvs.get(name)
+
+    def get_resource_claim(self, namespace, name):
+        if self.claims_error:
+            raise self.claims_error
+        return self.resource_claims.get((namespace, name))
+
+    def server_version(self):
+        return "v1.33.5"
 
     def list_pdbs(self):
         return list(self.pdbs)

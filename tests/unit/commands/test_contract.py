@@ -61,7 +61,7 @@ STATUS_POD = {"namespace": str, "name": str, "uid": str, "owner": str,
               "message": str, "flags": [str], "pdbs": [str], "landingNodes": Optional(int),
               "warning": Optional(str)}
 STATUS = {
-    "schemaVersion": OneOf("gpuisolate.status/v1"),
+    "schemaVersion": OneOf("gpuisolate.status/v1"), "serverVersion": str,
     "taint": str,
     "nodes": [{"name": str, "gpuPresent": NULLABLE_STR, "gpuCount": int,
                "signal": {"code": str, "message": str}, "taints": [MapOf(str)],

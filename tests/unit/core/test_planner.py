@@ -184,9 +184,11 @@ DECISION_CASES = [
          pod(requests={"nvidia.com/gpu": "1"}, owner_ref=None, volumes=EMPTY_DIR),
          STAY, "gpu-request", warning="does not tolerate"),
     case("resource-claim", pod(claims=["gpu"], tolerations=INFERENCE_TOLERATIONS), STAY,
-         "resource-claim", message="uses resource claims gpu", warning=""),
+         "resource-claim", message="uses resource claims gpu-claim (claims not readable: kept as GPU claims)",
+         warning=""),
     case("resource-claim-untolerated", pod(claims=["gpu"]), STAY, "resource-claim",
-         warning="uses resource claims gpu but does not tolerate"),
+         warning="uses resource claims gpu-claim (claims not readable: kept as GPU claims) "
+                 "but does not tolerate"),
     case("accelerator-beats-claim", pod(claims=["gpu"], requests={"amd.com/gpu": "1"}), STAY,
          "accelerator", message="uses amd.com/gpu",
          warning="uses amd.com/gpu but does not tolerate"),

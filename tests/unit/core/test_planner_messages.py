@@ -30,8 +30,9 @@ MESSAGE_CASES = [
      "uses amd.com/gpu, nvidia.com/gpu",
      f"GPU pod nai/llama uses amd.com/gpu, nvidia.com/gpu but does not tolerate {TAINT}; {AFTER_RESTART}"),
     ("two-claims", pod("llama", "nai", claims=["a", "b"]), {},
-     "uses resource claims a, b",
-     f"GPU pod nai/llama uses resource claims a, b but does not tolerate {TAINT}; {AFTER_RESTART}"),
+     "uses resource claims a-claim, b-claim (claims not readable: kept as GPU claims)",
+     f"GPU pod nai/llama uses resource claims a-claim, b-claim (claims not readable: kept as GPU claims) "
+     f"but does not tolerate {TAINT}; {AFTER_RESTART}"),
     ("gpu-tolerated", pod(requests={"nvidia.com/gpu": "1"}, tolerations=INFERENCE_TOLERATIONS), {},
      "uses nvidia.com/gpu", ""),
     ("tolerates", pod(tolerations=INFERENCE_TOLERATIONS), {}, f"tolerates {TAINT}", ""),
