@@ -8,6 +8,7 @@ one place a command's options are built and its connection is made.
 """
 
 import os
+import re
 import sys
 
 from . import __version__, interrupts
@@ -25,6 +26,11 @@ class Parser(RecordingParser):
     line for kubectl's completion protocol as it is built (completion/registry.py)."""
 
     def error(self, message):
+        # A boolean flag given a value it cannot read: say it as kubectl (pflag) does.
+        bad = re.fullmatch(r"argument (--[\w-]+): ignored explicit argument '(.*)'", message)
+        if bad:
+            message = (f'invalid argument "{bad.group(2)}" for "{bad.group(1)}" flag: '
+                       "use true or false")
         sys.stderr.write(f"error: {message}; see '{self.prog} --help'\n")
         sys.exit(EXIT_USAGE)
 

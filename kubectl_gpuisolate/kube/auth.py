@@ -10,8 +10,10 @@ authority.  Nothing here sends a request.  Exec plugins are run by ``exec_plugin
 """
 
 import base64
+import getpass
 import os
 import ssl
+import sys
 import tempfile
 import threading
 import time
@@ -46,7 +48,30 @@ def credentials_for(selected):
         return InCluster()
     if selected.user.get("auth-provider"):
         return AuthProvider(selected)
-    return KubeconfigUser(selected.user, selected.context, selected.cluster)
+    user = selected.user
+    if not has_identity(user) and str(selected.cluster.get("server", "")).startswith("https://"):
+        user = dict(user, **prompted_basic_auth(selected))
+    return KubeconfigUser(user, selected.context, selected.cluster)
+
+
+def has_identity(user):
+    """Whether a kubeconfig user says who it is (client-go's canIdentifyUser)."""
+    return any(user.get(k) for k in ("token", "tokenFile", "username", "client-certificate",
+                                     "client-certificate-data", "exec", "auth-provider"))
+
+
+def prompted_basic_auth(selected):
+    """kubectl asks for a username and password on the terminal when the user has no
+    credentials and the server is https; without a terminal it fails, and so do we."""
+    if not (sys.stdin.isatty() and sys.stderr.isatty()):
+        raise ConfigError(
+            f'user "{selected.user_name}" of context "{selected.context}" has no credentials, and '
+            "kubectl would ask for a username and password on a terminal; add a token, a client "
+            "certificate or an exec plugin to that user, or pass --token")
+    sys.stderr.write("Please enter Username: ")
+    sys.stderr.flush()
+    username = sys.stdin.readline().strip()
+    return {"username": username, "password": getpass.getpass("Please enter Password: ")}
 
 
 def impersonation(as_user, as_groups, user, as_uid=None):

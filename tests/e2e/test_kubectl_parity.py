@@ -180,3 +180,42 @@ def test_v6_logs_each_request_as_kubectl_does(gpuisolate, material, tmp_path):
     assert loud.returncode == 0 and '"Response Body"' in loud.stderr
     assert material["token"] not in loud.stderr + loud.stdout
     assert "Authorization: Bearer <masked>" in loud.stderr
+
+
+def warn_on_gpu_taint_policy(name):
+    """A ValidatingAdmissionPolicy whose binding only warns (validationActions: [Warn]) when an
+    update puts a taint with the GPU key on a node: the API server answers with a Warning header."""
+    policy = {"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicy",
+              "metadata": {"name": name},
+              "spec": {"failurePolicy": "Fail",
+                       "matchConstraints": {"resourceRules": [{"apiGroups": [""], "apiVersions": ["v1"],
+                                                               "operations": ["UPDATE"],
+                                                               "resources": ["nodes"]}]},
+                       "validations": [{"expression": "!has(object.spec.taints) || "
+                                                      "object.spec.taints.all(t, t.key != 'nvidia.com/gpu')",
+                                        "message": "GPU taint changes are audited (e2e)"}]}}
+    binding = {"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicyBinding",
+               "metadata": {"name": name}, "spec": {"policyName": name, "validationActions": ["Warn"]}}
+    return policy, binding
+
+
+def test_server_warnings_are_printed_as_kubectl_prints_them_once_each(gpuisolate, clean, rbac):
+    """A real admission warning: kubectl and the plugin print the same ``Warning:`` line on stderr,
+    the plugin once however many requests carry it; --warnings-as-errors makes it exit 8."""
+    from sandbox_helpers import GPU_A, wait_until
+    rbac(*warn_on_gpu_taint_policy("gpuisolate-e2e-warn"))
+
+    def kubectl_warning():
+        r = clean.kubectl("taint", "node", GPU_A, "nvidia.com/gpu=true:NoSchedule", "--dry-run=server",
+                          context="sandbox-admin", check=False)
+        return [line for line in r.stderr.splitlines() if line.startswith("Warning:")]
+    expected = wait_until("the policy to take effect", kubectl_warning, timeout=60)
+    assert len(expected) == 1 and "GPU taint changes are audited (e2e)" in expected[0], expected
+    ours = gpuisolate("taint", "--context", "sandbox-admin")       # both GPU nodes: two patches warn
+    assert ours.returncode == 0, ours.stderr
+    # The plugin's own warnings (the pool note) start with "Warning:" too; the server's name the policy.
+    assert [line for line in ours.stderr.splitlines() if "audited (e2e)" in line] == expected
+    gpuisolate("untaint", "--context", "sandbox-admin")
+    strict = gpuisolate("taint", "--context", "sandbox-admin", "--warnings-as-errors")
+    assert strict.returncode == 8, strict.stderr
+    assert expected[0] in strict.stderr.splitlines()

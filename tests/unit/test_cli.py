@@ -144,6 +144,9 @@ USAGE_CASES = [
     (["untaint", "--taint", "nvidia.com/gpu=true"], "without a value"),
     (["untaint", "--taint", "nvidia.com/gpu:Bad"], "invalid taint effect 'Bad'"),
     (["version", "--context", "x"], "unrecognized arguments: --context"),
+    (["status", "--insecure-skip-tls-verify=maybe"],
+     'invalid argument "maybe" for "--insecure-skip-tls-verify" flag: use true or false'),
+    (["--warnings-as-errors=yes", "status"], 'invalid argument "yes" for "--warnings-as-errors" flag'),
 ]
 
 

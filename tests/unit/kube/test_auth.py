@@ -225,7 +225,30 @@ def test_credentials_for_each_kind_of_context(account):
     user = auth.credentials_for(selected({"token": "abc"}))
     assert type(user) is auth.KubeconfigUser
     assert user.headers() == {"Authorization": "Bearer abc"}
-    assert auth.credentials_for(selected({})).headers() == {}
+    with pytest.raises(ConfigError) as info:             # https, no credentials, no terminal
+        auth.credentials_for(selected({}))
+    assert "has no credentials, and kubectl would ask for a username and password" in str(info.value)
+    assert "\n" not in str(info.value) and info.value.exit_code == EXIT_CONFIG
+    plain = selected({})
+    plain.cluster["server"] = "http://127.0.0.1:8080"    # kubectl asks only for https servers
+    assert auth.credentials_for(plain).headers() == {}
+
+
+def test_no_credentials_on_a_terminal_asks_for_a_username_and_password(monkeypatch, capsys):
+    class Terminal:
+        def isatty(self):
+            return True
+
+        def readline(self):
+            return "alice\n"
+    monkeypatch.setattr(auth.sys, "stdin", Terminal())
+    monkeypatch.setattr(auth.sys, "stderr", type("Err", (), {"isatty": lambda self: True,
+                                                             "write": sys.__stderr__.write,
+                                                             "flush": lambda self: None})())
+    monkeypatch.setattr(auth.getpass, "getpass", lambda prompt: "s3cret")
+    user = auth.credentials_for(selected({}))
+    expected = base64.b64encode(b"alice:s3cret").decode()
+    assert user.headers() == {"Authorization": f"Basic {expected}"}
 
 
 @pytest.mark.parametrize("as_user, as_groups, user, expected", [
@@ -239,3 +262,29 @@ def test_credentials_for_each_kind_of_context(account):
 ], ids=["none", "flag", "kubeconfig", "flags-win", "flag-user-kubeconfig-groups"])
 def test_impersonation(as_user, as_groups, user, expected):
     assert auth.impersonation(as_user, as_groups, user) == expected
+
+
+def test_an_exec_token_is_reused_until_its_expiration_then_fetched_again(tmp_path, monkeypatch):
+    """client-go's rule: an ExecCredential is cached until its expirationTimestamp, then the
+    plugin runs again; refresh() (after a 401) forgets it at once.  A real plugin process."""
+    runs = tmp_path / "runs"
+    plugin = tmp_path / "credential-plugin"
+    plugin.write_text(
+        "#!/bin/sh\n"
+        f'n=$(($(cat "{runs}" 2>/dev/null || echo 0) + 1)); echo "$n" > "{runs}"\n'
+        'printf \'{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential",'
+        '"status":{"token":"token-%s","expirationTimestamp":"2030-01-01T00:00:00Z"}}\' "$n"\n')
+    plugin.chmod(0o755)
+    user = {"exec": {"apiVersion": "client.authentication.k8s.io/v1", "command": str(plugin),
+                     "interactiveMode": "Never"}}
+    creds = auth.KubeconfigUser(user, "ctx", {"server": "https://127.0.0.1:6443"})
+    expiry = auth.parse_rfc3339("2030-01-01T00:00:00Z")
+    monkeypatch.setattr(auth.time, "time", lambda: expiry - 60)
+    assert creds.headers() == {"Authorization": "Bearer token-1"}
+    assert creds.headers() == {"Authorization": "Bearer token-1"}        # cached: not expired
+    monkeypatch.setattr(auth.time, "time", lambda: expiry + 1)
+    assert creds.headers() == {"Authorization": "Bearer token-2"}        # expired: the plugin again
+    monkeypatch.setattr(auth.time, "time", lambda: expiry - 60)
+    assert creds.refresh() is True                                        # a 401: forget it
+    assert creds.headers() == {"Authorization": "Bearer token-3"}
+    assert runs.read_text().strip() == "3"

@@ -17,7 +17,8 @@ from tests.unit.kube.test_transport import Raw, ScriptedPool
 
 def conn(cluster=None, user=None, credentials=None, **options):
     selected = Selected(context="c", cluster_name="c", user_name="u", namespace="default",
-                        cluster=dict({"server": "https://127.0.0.1:1"}, **(cluster or {})), user=user or {})
+                        cluster=dict({"server": "https://127.0.0.1:1"}, **(cluster or {})),
+                        user={"token": "t"} if user is None else user)
     connection = transport.Transport(selected, ConnectionOptions(**options), credentials=credentials)
     connection._pool = ScriptedPool([Raw(200)])
     return connection
@@ -34,11 +35,11 @@ def test_responses_are_compressed_unless_disabled():
 
 
 def test_impersonation_by_uid_and_extra():
-    user = {"as": "jane", "as-uid": "u-1", "as-user-extra": {"scopes": ["a", "b"]}}
+    user = {"token": "t", "as": "jane", "as-uid": "u-1", "as-user-extra": {"scopes": ["a", "b"]}}
     headers = sent_headers(conn(user=user))
     assert headers["Impersonate-Uid"] == "u-1" and headers["Impersonate-Extra-scopes"] == "a, b"
-    assert sent_headers(conn(user={"as": "jane", "as-uid": "u-1"}, as_user="bob", as_uid="u-2"))[
-        "Impersonate-Uid"] == "u-2"
+    flags_win = conn(user={"token": "t", "as": "jane", "as-uid": "u-1"}, as_user="bob", as_uid="u-2")
+    assert sent_headers(flags_win)["Impersonate-Uid"] == "u-2"
 
 
 def test_a_plain_http_server_is_never_sent_the_users_credentials():
