@@ -347,7 +347,9 @@ def connect(options, *, pool_size=10):
     else:
         raise ConfigError("no kubeconfig found: set KUBECONFIG, pass --kubeconfig, "
                           "or create ~/.kube/config")
-    if not selected.in_cluster:
+    if selected.in_cluster:
+        selected = rules.apply_in_cluster_overrides(selected, options)
+    else:
         selected = rules.apply_overrides(selected, options)
     rules.validate(selected)
     return Kube(Transport(selected, options, pool_size=pool_size))

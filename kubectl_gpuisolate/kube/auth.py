@@ -44,8 +44,8 @@ class Credentials:
 
 def credentials_for(selected):
     """The Credentials of the selected context (``config.Selected``)."""
-    if selected.in_cluster:
-        return InCluster()
+    if selected.in_cluster and not selected.user.get("token"):
+        return InCluster()          # the service account's token, read again as it rotates
     if selected.user.get("auth-provider"):
         return AuthProvider(selected)
     user = selected.user

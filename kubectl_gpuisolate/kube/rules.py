@@ -42,6 +42,17 @@ def apply_overrides(selected, options):
     return dataclasses.replace(selected, cluster=cluster, user=user)
 
 
+def apply_in_cluster_overrides(selected, options):
+    """client-go's in-cluster config takes only a token and a CA file from the flags ("in-cluster
+    configs only takes a host, token, or CA file"; --server is not in-cluster at all)."""
+    cluster, user = dict(selected.cluster), dict(selected.user)
+    if options.certificate_authority:
+        cluster["certificate-authority"] = options.certificate_authority
+    if options.token:
+        user["token"] = options.token
+    return dataclasses.replace(selected, cluster=cluster, user=user)
+
+
 def validate(selected):
     """Raises ConfigError with kubectl's message(s) when the cluster or user is unusable."""
     if selected.in_cluster:

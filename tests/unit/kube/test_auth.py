@@ -288,3 +288,16 @@ def test_an_exec_token_is_reused_until_its_expiration_then_fetched_again(tmp_pat
     assert creds.refresh() is True                                        # a 401: forget it
     assert creds.headers() == {"Authorization": "Bearer token-3"}
     assert runs.read_text().strip() == "3"
+
+
+def test_in_cluster_takes_only_the_token_and_ca_flags_as_client_go_does(account, tmp_path):
+    from kubectl_gpuisolate.kube import rules
+    base = config.in_cluster(environ=ENV)
+    same = rules.apply_in_cluster_overrides(base, ConnectionOptions(insecure_skip_tls_verify=True,
+                                                                    tls_server_name="x"))
+    assert same == base and isinstance(auth.credentials_for(same), auth.InCluster)
+    flagged = rules.apply_in_cluster_overrides(base, ConnectionOptions(
+        token="flag-token", certificate_authority=str(tmp_path / "other-ca.crt")))
+    assert flagged.in_cluster and flagged.cluster["server"] == base.cluster["server"]
+    assert flagged.cluster["certificate-authority"] == str(tmp_path / "other-ca.crt")
+    assert auth.credentials_for(flagged).headers() == {"Authorization": "Bearer flag-token"}
