@@ -20,6 +20,7 @@ def node_json(sandbox, name):
     return json.loads(sandbox.kubectl("get", "node", name, "-o", "json").stdout)
 
 
+@pytest.mark.window
 def test_node_table_is_byte_identical_to_kubectl(gpuisolate, seed):
     """The seed's own command (seed-scenario.md step 3), over every node, byte for byte."""
     result = gpuisolate("status")
@@ -60,6 +61,7 @@ def test_node_table_covers_labels_and_taint_shapes(gpuisolate, clean):
     assert expected.count("<none>") >= 2                                         # no label, no taint
 
 
+@pytest.mark.window
 def test_status_names_the_misplaced_pods(gpuisolate, seed):
     result = gpuisolate("status", "-o", "json")
     assert result.returncode == 0, result.stderr
@@ -106,6 +108,7 @@ def test_status_text_and_exit_code(gpuisolate, seed):
         assert f"node/{name}: {gpus} GPU, GPU taint absent;" in result.stdout
 
 
+@pytest.mark.window
 def test_taint_then_untaint_restores_nodes_exactly(gpuisolate, clean):
     before = {n: node_json(clean, n) for n in GPU_NODES}
     tainted = gpuisolate("taint")
@@ -148,6 +151,7 @@ def test_other_value_needs_overwrite(gpuisolate, clean):
     assert all(node_json(clean, n)["spec"]["taints"][-1]["value"] == "present" for n in GPU_NODES)
 
 
+@pytest.mark.window
 @pytest.mark.parametrize("mode,suffix", [("client", "(dry run)"), ("server", "(server dry run)")])
 def test_dry_runs_write_nothing(gpuisolate, clean, mode, suffix):
     def versions():

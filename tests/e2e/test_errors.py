@@ -53,6 +53,7 @@ def limited_user(sandbox):
     sandbox.kubectl("delete", "clusterrole,clusterrolebinding", LIMITED_USER, check=False)
 
 
+@pytest.mark.window
 def test_rbac_forbidden_names_verb_and_resource(gpuisolate, limited_user):
     result = gpuisolate("status", "--context", "sandbox-admin", "--as", limited_user)
     one_line_error(result, 5, 'cannot list resource "nodes"', limited_user)

@@ -10,6 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from sandbox_helpers import (
     CPU_WORKERS,
     GPU_A,
@@ -99,6 +100,7 @@ def lines_in_order(text, *needles):
 
 
 # -- the seed, as a new user would run it ----------------------------------------------------------
+@pytest.mark.window
 def test_taint_then_evacuate_leaves_only_daemonsets_and_the_inference_pod(gpuisolate, clean):
     inference_uid = inference_pod(clean)["metadata"]["uid"]
     before = {p["metadata"]["uid"]: p for n in GPU_NODES for p in clean.pods_on(n)}
@@ -195,6 +197,7 @@ def test_a_pdb_at_zero_blocks_until_the_deadline(gpuisolate, clean, namespace):
     assert others == []
 
 
+@pytest.mark.window
 def test_a_pdb_allowing_one_lets_pods_go_one_by_one_and_is_never_violated(gpuisolate, clean, namespace):
     apply(clean, deployment("quorum", namespace, 4, prefer=GPU_A))
     wait_ready(clean, namespace, "app=quorum", 4, where=[GPU_A])
@@ -271,6 +274,7 @@ def test_an_untainted_node_is_refused_in_one_line(gpuisolate, clean):
 
 
 # -- dry runs --------------------------------------------------------------------------------------
+@pytest.mark.window
 def test_server_dry_run_reports_the_zero_disruption_pdb_and_changes_nothing(gpuisolate, clean):
     nodes_before = {n: clean.get_json("node", n)["metadata"]["resourceVersion"] for n in GPU_NODES}
     before = uids_on(clean)
