@@ -129,7 +129,8 @@ def _note_untolerated(kube, nodes, options, io):
     from ..kube.gather import build_plans
 
     judged = [_without_taint_key(n, options.taint) for n in nodes]
-    plans = build_plans(kube, judged, planner.PlanOptions(options.taint), check_daemonsets=False)
+    plans = build_plans(kube, judged, planner.PlanOptions(options.taint), check_daemonsets=False,
+                        warn=io.warn)
     for plan in plans:
         for warning in plan.warnings:
             io.warn(warning)
