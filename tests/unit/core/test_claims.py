@@ -41,6 +41,7 @@ def pending(*classes, v1beta1=False):
     (allocated("compute-domain.nvidia.com"), claims.OTHER, "allocated from compute-domain.nvidia.com"),
     (pending("gpu.nvidia.com"), claims.GPU, "asks for gpu.nvidia.com"),
     (pending("mig.nvidia.com"), claims.GPU, "asks for mig.nvidia.com"),
+    (pending("mig.nvidia.com", "gpu.nvidia.com"), claims.GPU, "asks for gpu.nvidia.com, mig.nvidia.com"),
     (pending("mig-1g-12gb.gpu.nvidia.com"), claims.GPU, "asks for mig-1g-12gb.gpu.nvidia.com"),
     (pending("gpu.nvidia.com", v1beta1=True), claims.GPU, "asks for gpu.nvidia.com"),
     (pending("nic.example.com"), claims.UNKNOWN, "not allocated; asks for nic.example.com"),
@@ -135,3 +136,27 @@ def test_the_dra_version_is_the_newest_served():
     assert dra_api_version(["v1beta1"]) == "v1beta1"
     assert dra_api_version(["v1alpha3"]) is None
     assert dra_api_version([]) is None
+
+
+def test_judge_names_each_claim_and_why_it_cannot_be_judged():
+    p = {"metadata": {"namespace": "ml"},
+         "spec": {"resourceClaims": [{"name": "tpl", "resourceClaimTemplateName": "one-gpu"},
+                                     {"name": "own", "resourceClaimName": "team-nic"},
+                                     {"name": "gone", "resourceClaimName": "lost"}]}}
+    found = {("ml", "team-nic"): allocated("sriovnetwork.k8s.io")}
+    assert claims.judge(p, found) == [
+        claims.ClaimVerdict("tpl", "", claims.UNKNOWN, "claim not generated yet"),
+        claims.ClaimVerdict("own", "team-nic", claims.OTHER, "allocated from sriovnetwork.k8s.io"),
+        claims.ClaimVerdict("gone", "lost", claims.UNKNOWN, "claim not found")]
+    assert [str(v) for v in claims.judge(p, None)] == [
+        "tpl (claims not readable)", "team-nic (claims not readable)", "lost (claims not readable)"]
+    assert claims.judge({"spec": {}}, found) == []
+
+
+def test_wanted_lists_each_generated_claim_once_in_order():
+    a, b = dra_pod("a", "x2"), dra_pod("b", "x1")
+    c = dra_pod("c", "x2")                                   # shares a's claim
+    d = pod("d", "other")
+    d["spec"]["resourceClaims"] = [{"name": "dev", "resourceClaimTemplateName": "t"}]   # not generated
+    assert claims.wanted([a, b, c, d]) == [("ml", "x1"), ("ml", "x2")]
+    assert claims.wanted([d, pod("e", "ml")]) == []
