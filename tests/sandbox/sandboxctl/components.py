@@ -46,6 +46,30 @@ def write_kwok_config(state, bindir, scale):
     return path
 
 
+# The API server's audit log records every Eviction (the request, with its UID precondition, and
+# the answer) and nothing else: the tests count the evictions of each pod from it
+# (tests/faults/audit.py), the judge a client's own log cannot be.
+AUDIT_POLICY = """apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages: ["RequestReceived"]
+rules:
+- level: Request
+  verbs: ["create"]
+  resources: [{group: "", resources: ["pods/eviction"]}]
+- level: None
+"""
+
+
+def write_audit_policy(state):
+    path = state.root / "audit-policy.yaml"
+    path.write_text(AUDIT_POLICY)
+    return path
+
+
+def audit_log(state):
+    return state.logs / "audit.log"
+
+
 def argv(name, state, scale):
     p, k, root = state.data["ports"], state.pki, state.root
     kcfg = str(root / "components.kubeconfig")
@@ -77,11 +101,16 @@ def argv(name, state, scale):
                 "--endpoint-reconciler-type=none",
                 "--allow-privileged=true", "--enable-priority-and-fairness=false",
                 "--max-requests-inflight=3000", "--max-mutating-requests-inflight=1500",
-                "--event-ttl=30m", "--profiling=false", "--v=0"]
+                "--event-ttl=30m", "--profiling=false", "--v=0",
+                f"--audit-policy-file={root / 'audit-policy.yaml'}", f"--audit-log-path={audit_log(state)}",
+                "--audit-log-format=json", "--audit-log-maxbackup=1", "--audit-log-maxsize=200"]
     if name == "kube-controller-manager":
         qps = ["--kube-api-qps=1000", "--kube-api-burst=2000"] if scale else \
               ["--kube-api-qps=200", "--kube-api-burst=400"]
-        grace = "240s" if scale else "40s"
+        # After an API server restart (tests/e2e/test_control_plane_faults.py) this controller
+        # sees the nodes' lease renewals only ~40 s later; with the default 40 s grace it would
+        # mark every node NotReady and so every pod unready, a disruption of nobody's making.
+        grace = "240s" if scale else "120s"
         return delegated + qps + [
             f"--root-ca-file={k / 'ca.crt'}", f"--service-account-private-key-file={k / 'sa.key'}",
             "--use-service-account-credentials=false", "--node-monitor-period=5s",

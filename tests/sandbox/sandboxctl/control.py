@@ -126,6 +126,7 @@ def _fresh_up(state, scenario, params, minor):
         pki.generate(state.pki)
         pki.write_kubeconfigs(state.root, state.pki, state.data["server"])
         comp.write_kwok_config(state, bindir, is_scale)
+        comp.write_audit_policy(state)
         for name in ("etcd", "kube-apiserver"):
             _start(state, name, is_scale)
     except (SandboxError, OSError, RuntimeError) as e:
