@@ -54,6 +54,7 @@ class PodDecision:
     warning: str = ""            # e.g. a GPU pod that does not tolerate the taint
     landing: Tuple[str, ...] = ()  # MOVE: the nodes its replacement could land on, when known
     owner_uid: str = ""          # the controller's UID: its replacement carries it too
+    resource_version: str = ""   # the pod's, as planned: its eviction's precondition
 
     @property
     def ref(self) -> str:
@@ -160,9 +161,10 @@ class RuleContext:
     def decision(self, action: str, reason: str, message: str, **extra: Any) -> PodDecision:
         owner = f"{self.owner_ref.get('kind')}/{self.owner_ref.get('name')}" if self.owner_ref else ""
         owner_uid = self.owner_ref.get("uid", "") if self.owner_ref else ""
+        version = (self.pod.get("metadata") or {}).get("resourceVersion", "")
         return PodDecision(namespace=self.namespace, name=self.name, uid=self.uid, owner=owner,
-                           owner_uid=owner_uid, action=action, reason=reason, message=message,
-                           **extra)
+                           owner_uid=owner_uid, resource_version=version, action=action,
+                           reason=reason, message=message, **extra)
 
 
 def rule_context(pod: Obj, gpu_taints: Iterable[Obj], pdbs: Iterable[Obj], options: PlanOptions,

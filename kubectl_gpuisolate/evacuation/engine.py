@@ -99,17 +99,23 @@ def _read_pod(kube, target):
         return exc
 
 
-def _send(kube, target, grace_period, dry_run):
-    """One eviction request: None when accepted, else the verdict on its failure."""
+def _send(kube, target, version, grace_period, dry_run):
+    """One eviction request, preconditioned on the pod's UID and ``version``: ``(None, _)``
+    when accepted, else ``(the verdict on its failure, the version to send next)``.  After a
+    conflict the pod is read: changed but the same pod, not terminating, it is sent again with
+    its new version; terminating (someone else evicted it), it is waited for."""
     try:
         kube.evict(target.namespace, target.name, target.uid, grace_period=grace_period,
-                   dry_run=dry_run)
+                   dry_run=dry_run, resource_version=version)
     except (ApiError, ConnectionFailed) as exc:
         verdict = classify(exc, target)
         if verdict.kind is Kind.CONFLICT:   # is the pod we meant still there?
-            return after_conflict(target, _read_pod(kube, target))
-        return verdict
-    return None
+            pod = _read_pod(kube, target)
+            if isinstance(pod, dict):
+                version = (pod.get("metadata") or {}).get("resourceVersion") or version
+            return after_conflict(target, pod), version
+        return verdict, version
+    return None, version
 
 
 def evict_pod(kube, node, target, *, halt, dry_run=DryRun.NONE, grace_period=-1,
@@ -121,9 +127,9 @@ def evict_pod(kube, node, target, *, halt, dry_run=DryRun.NONE, grace_period=-1,
     if node.state_of(target.uid) == GONE:
         return
     node.set_state(target.uid, EVICTING, say=f"evicting pod {target.ref}{dry_run.suffix}")
-    attempt = 0
+    attempt, version = 0, target.resource_version
     while True:
-        verdict = _send(kube, target, grace_period, dry_run)
+        verdict, version = _send(kube, target, version, grace_period, dry_run)
         if verdict is None:
             if dry_run is DryRun.NONE:
                 node.set_state(target.uid, EVICTED, say=f"evicted pod {target.ref}")

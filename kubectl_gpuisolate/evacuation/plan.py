@@ -23,6 +23,7 @@ class Target:
     terminating: bool = False      # already terminating: wait for it, never evict
     owner: str = ""                # Kind/name of its controller, "" for a bare pod
     owner_uid: str = ""            # the controller's UID, which its replacement carries
+    resource_version: str = ""     # the pod's when planned ("" sends no such precondition)
 
     @property
     def ref(self):
@@ -63,7 +64,8 @@ def targets_for(plan):
         if d.action == planner.MOVE:
             never = d.pdbs[0].never_allows if len(d.pdbs) == 1 else None
             targets.append(Target(d.namespace, d.name, d.uid, tuple(p.name for p in d.pdbs),
-                                  never or "", owner=d.owner, owner_uid=d.owner_uid))
+                                  never or "", owner=d.owner, owner_uid=d.owner_uid,
+                                  resource_version=d.resource_version))
         elif d.action == planner.WAIT:
             targets.append(Target(d.namespace, d.name, d.uid, terminating=True))
     return targets

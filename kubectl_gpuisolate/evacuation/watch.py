@@ -6,6 +6,10 @@ The Kube-like object needs ``list_pods_on_node_with_version`` and ``watch_pods_o
 
 from ..errors import ApiError, ConnectionFailed, Gone
 
+# A watch cut off with the connection (the API server restarting, a load balancer's idle
+# timeout) is watched again after a fresh list; only this many cuts in a row mean polling.
+WATCH_CUTS = 3
+
 
 class GoneWatcher:
     """Marks one node's pods gone until the node is finished, settled or halted."""
@@ -17,6 +21,7 @@ class GoneWatcher:
         self._say = say
         self._poll = poll
         self._window = window
+        self._cuts = 0               # watches in a row that ended with a network error
 
     def over(self):
         return self._node.finished or self._halt.halted() or self._node.settled()
@@ -45,7 +50,8 @@ class GoneWatcher:
         self._node.wake()
 
     def _watch(self, version):
-        """One watch window; False when watching does not work here (then poll).
+        """One watch window; False when watching does not work here (then poll): an HTTP error,
+        or WATCH_CUTS network errors in a row.
 
         Windows are short: a watch blocked in a read cannot be cancelled, so a
         finished node's watch holds its connection until its window ends."""
@@ -68,6 +74,11 @@ class GoneWatcher:
                       f"polling every {self._poll:g}s instead")
             return False
         except ConnectionFailed:
-            self._say(f"node/{name}: the pod watch failed; polling every {self._poll:g}s instead")
+            self._cuts += 1
+            if self._cuts < WATCH_CUTS:
+                return True         # list again (a fresh resourceVersion), then watch again
+            self._say(f"node/{name}: the pod watch failed {self._cuts} times in a row; polling "
+                      f"every {self._poll:g}s instead")
             return False
+        self._cuts = 0
         return True

@@ -67,9 +67,11 @@ class Kube:
         return self._transport.list_all("/api/v1/nodes", params, what="listing nodes")[0]
 
     def list_nodes_with_version(self, selector=None):
-        """(nodes, resourceVersion of the list): a consistent read, as kubectl's."""
+        """(nodes, resourceVersion of the list): a consistent read, as kubectl's; each node kept
+        as ``node_essentials`` keeps it as its page arrives."""
         params = {"labelSelector": selector} if selector else {}
-        return self._transport.list_all("/api/v1/nodes", params, what="listing nodes")
+        return self._transport.list_all("/api/v1/nodes", params, what="listing nodes",
+                                        keep=node_essentials)
 
     def get_node(self, name):
         try:
@@ -232,11 +234,16 @@ class Kube:
             return None
         return bool((review.get("status") or {}).get("allowed"))
 
-    def evict(self, namespace, name, uid, *, grace_period, dry_run):
-        """POSTs a policy/v1 Eviction with a UID precondition.  Errors carry the status."""
+    def evict(self, namespace, name, uid, *, grace_period, dry_run, resource_version=None):
+        """POSTs a policy/v1 Eviction with a UID precondition, and a resourceVersion one when
+        given: then a pod changed since (another evacuate or a drain evicted it: it is
+        terminating) answers 409 instead of being evicted twice.  Errors carry the status."""
         if dry_run is DryRun.CLIENT:
             return
-        delete_options: Dict[str, Any] = {"preconditions": {"uid": uid}}
+        preconditions = {"uid": uid}
+        if resource_version:
+            preconditions["resourceVersion"] = resource_version
+        delete_options: Dict[str, Any] = {"preconditions": preconditions}
         if grace_period is not None and grace_period >= 0:
             delete_options["gracePeriodSeconds"] = grace_period
         params = None
@@ -249,6 +256,10 @@ class Kube:
         self._transport.request("POST", f"/api/v1/namespaces/{namespace}/pods/{name}/eviction",
                                 params=params, body=body, content_type="application/json",
                                 retry=False, what=f"evicting pod {namespace}/{name}")
+
+    def pause(self, seconds):
+        """Waits, as the calls' own retries do (a test's Kube is given another sleep)."""
+        self._sleep(seconds)
 
     # -- events ----------------------------------------------------------------------------------
     def create_event(self, namespace, involved, reason, message, type_):
@@ -296,6 +307,24 @@ class Kube:
             if not finished:
                 raw.close()   # a stream left unread (caller stopped early) must not be reused
             raw.release_conn()
+
+
+# What no command reads of a listed node, and most of its size: the field managers' records,
+# the kubelet's conditions, addresses, endpoints, system info and image list.  (A node read
+# alone, by get_node, stays whole: taint's check of who removed its taint reads managedFields.)
+_NODE_METADATA_UNREAD = ("managedFields",)
+_NODE_STATUS_UNREAD = ("conditions", "addresses", "daemonEndpoints", "nodeInfo", "images",
+                       "volumesInUse", "volumesAttached", "config", "runtimeHandlers", "features")
+
+
+def node_essentials(node):
+    """A listed node without what no command reads (same shape, fewer keys)."""
+    meta = node.get("metadata") or {}
+    status = node.get("status") or {}
+    slim = dict(node, metadata={k: v for k, v in meta.items() if k not in _NODE_METADATA_UNREAD})
+    if status:
+        slim["status"] = {k: v for k, v in status.items() if k not in _NODE_STATUS_UNREAD}
+    return slim
 
 
 def requests_only(pod):

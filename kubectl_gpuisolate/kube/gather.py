@@ -13,7 +13,8 @@ from .nodes import FETCH_WORKERS
 # What the planner reads of a pod (planner.decide, gpu.pod_*, taints.tolerates_all,
 # selectors for PDBs).  Keeping only this, as each node's pods arrive, holds a large
 # cluster's GPU nodes in a fraction of the memory of whole pods.
-_POD_METADATA = ("name", "namespace", "uid", "labels", "ownerReferences", "deletionTimestamp")
+_POD_METADATA = ("name", "namespace", "uid", "resourceVersion", "labels", "ownerReferences",
+                 "deletionTimestamp")   # resourceVersion: the eviction's precondition
 _POD_SPEC = ("nodeName", "tolerations", "resourceClaims", "nodeSelector", "affinity")
 _MIRROR = "kubernetes.io/config.mirror"
 _ANNOTATIONS = (_MIRROR,) + gpu.FRACTION_ANNOTATIONS   # the ones the rules read

@@ -67,8 +67,10 @@ class FakeClock:
             self.sleeps.append((threading.current_thread().name, seconds))
             if lane or not self.lanes_only:
                 self.t += max(seconds, 0)
-        if not lane and self.lanes_only:
-            time.sleep(0)   # yield the GIL only
+        if not lane:
+            # Yield for real: otherwise a watch loop's polls can run the clock to the deadline
+            # in the microseconds before the eviction lanes' threads have even started.
+            time.sleep(0 if self.lanes_only else 0.0005)
 
     def lane_sleeps(self):
         return [s for name, s in self.sleeps if name.startswith("evict")]
@@ -104,10 +106,12 @@ class FakeNode:
         self.events = []
         self.replacements = {}              # name -> pod returned by get_pod
         self.lists = 0
+        self.versions = []                  # the resourceVersion precondition of each eviction
 
-    def evict(self, namespace, name, uid, *, grace_period, dry_run):
+    def evict(self, namespace, name, uid, *, grace_period, dry_run, resource_version=None):
         with self.lock:
             self.calls.append((namespace, name, uid, grace_period, dry_run))
+            self.versions.append(resource_version)
             queue = self.script.get(name) or [OK]
             response = queue.pop(0) if len(queue) > 1 else queue[0]
         if callable(response) and not isinstance(response, BaseException):
@@ -149,8 +153,11 @@ class FakeNode:
             return pods, str(self.lists)
 
     def watch_pods_on_node(self, node_name, resource_version, timeout_seconds):
-        if self.watch_error:
-            raise self.watch_error
+        error = self.watch_error
+        if isinstance(error, list):     # one per watch, then none
+            error = error.pop(0) if error else None
+        if error:
+            raise error
         with self.lock:
             events, self.events = self.events, []
         for event in events:
@@ -246,6 +253,8 @@ class FakeCluster:
         self.on_evict = on_evict
         self.log = []
         self.reads = []                     # the cluster-wide pod lists made, in order
+        self.pauses = []                    # the seconds of each pause(); on_pause(self) after each
+        self.on_pause = None
         self.events = {}
         self.lock = threading.RLock()
 
@@ -270,6 +279,11 @@ class FakeCluster:
             self.log.append(("taint", name))
             self.nodes[name] = node
         return node, verb
+
+    def pause(self, seconds):
+        self.pauses.append(seconds)
+        if self.on_pause:
+            self.on_pause(self)
 
     def _on(self, name):
         return [p for p in self.pods if p["spec"].get("nodeName") == name]
@@ -331,7 +345,7 @@ class FakeCluster:
                 return p
         raise api_error("not found", status=404)
 
-    def evict(self, namespace, name, uid, *, grace_period, dry_run):
+    def evict(self, namespace, name, uid, *, grace_period, dry_run, resource_version=None):
         with self.lock:
             self.log.append(("evict", f"{namespace}/{name}", dry_run))
             queue = self.script.get(name) or ["ok"]

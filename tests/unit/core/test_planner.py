@@ -426,3 +426,10 @@ def test_pdb_blockers_none():
                      [pdb("web", selector={"matchLabels": APP}, allowed=1)], PlanOptions(MANAGED))
     assert pdb_blockers([plan]) == []
     assert pdb_blockers([]) == []
+
+
+def test_a_decision_carries_the_pods_resource_version_for_its_eviction():
+    the_pod = pod()
+    the_pod["metadata"]["resourceVersion"] = "4711"
+    assert one_decision(the_pod).resource_version == "4711"
+    assert one_decision(pod()).resource_version == ""

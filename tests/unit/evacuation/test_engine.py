@@ -137,6 +137,16 @@ def test_conflict_on_the_same_pod_is_retried():
     assert len(fake.calls) == 2
 
 
+def test_an_eviction_names_the_planned_version_and_after_a_conflict_the_one_read_then():
+    fake = FakeNode(["a"], script={"a": [CONFLICT, OK]})
+    changed = make_pod("a")
+    changed["metadata"]["resourceVersion"] = "42"      # a status update since the plan
+    fake.replacements["a"] = changed
+    outcomes, _, _ = run_node(fake, [target("a", resource_version="7")])
+    assert outcomes["a"].state == GONE
+    assert fake.versions == ["7", "42"]
+
+
 def test_conflict_on_a_terminating_pod_waits_for_it():
     fake = GatedNode(["a"], script={"a": [CONFLICT]})
     terminating = make_pod("a")
@@ -207,11 +217,27 @@ def test_a_watch_event_marks_the_pod_gone():
 
 
 def test_watch_errors_fall_back_to_polling():
-    fake = FakeNode(["a", "b"], linger=1, watch_error=ApiError("forbidden", status=403))
+    fake = FakeNode(["a", "b"], linger=2, watch_error=ApiError("forbidden", status=403))
     outcomes, said, _ = run_node(fake, [target("a"), target("b")])
     assert {o.state for o in outcomes.values()} == {GONE}
     assert sum("polling every 1s" in s for s in said) == 1
     assert fake.lists >= 3
+
+
+def test_a_watch_cut_off_lists_and_watches_again():
+    cut = ConnectionFailed("connection reset")
+    fake = FakeNode(["a"], linger=1, watch_error=[cut, cut])
+    outcomes, said, _ = run_node(fake, [target("a")])
+    assert outcomes["a"].state == GONE
+    assert not any("polling" in s for s in said)
+
+
+def test_watches_cut_off_three_times_in_a_row_fall_back_to_polling():
+    fake = FakeNode(["a", "b"], linger=3, watch_error=ConnectionFailed("connection reset"))
+    outcomes, said, _ = run_node(fake, [target("a"), target("b")])
+    assert {o.state for o in outcomes.values()} == {GONE}
+    assert [s for s in said if "polling" in s] == [
+        f"node/{NODE}: the pod watch failed 3 times in a row; polling every 1s instead"]
 
 
 def test_expired_watch_lists_again():

@@ -1,0 +1,55 @@
+"""kube/api.py: the Eviction as sent (its preconditions, UID always and resourceVersion when
+planned; its grace period; its dry runs), and what a listed node keeps."""
+
+import pytest
+
+from kubectl_gpuisolate.flags import DryRun
+from kubectl_gpuisolate.kube.api import Kube
+
+
+class Recorder:
+    def __init__(self):
+        self.sent = []
+
+    def request(self, method, path, **kw):
+        self.sent.append((method, path, kw))
+
+
+@pytest.mark.parametrize("version, grace, dry_run, options, params", [
+    ("", -1, DryRun.NONE, {"preconditions": {"uid": "u1"}}, None),
+    ("17", -1, DryRun.NONE, {"preconditions": {"uid": "u1", "resourceVersion": "17"}}, None),
+    (None, 0, DryRun.NONE, {"preconditions": {"uid": "u1"}, "gracePeriodSeconds": 0}, None),
+    ("17", -1, DryRun.SERVER, {"preconditions": {"uid": "u1", "resourceVersion": "17"},
+                               "dryRun": ["All"]}, {"dryRun": "All"}),
+])
+def test_the_eviction_sent(version, grace, dry_run, options, params):
+    transport = Recorder()
+    Kube(transport).evict("ns", "p", "u1", grace_period=grace, dry_run=dry_run, resource_version=version)
+    [(method, path, kw)] = transport.sent
+    assert (method, path) == ("POST", "/api/v1/namespaces/ns/pods/p/eviction")
+    assert kw["body"] == {"apiVersion": "policy/v1", "kind": "Eviction",
+                          "metadata": {"name": "p", "namespace": "ns"}, "deleteOptions": options}
+    assert kw["params"] == params and kw["retry"] is False
+
+
+def test_a_client_dry_run_sends_nothing():
+    transport = Recorder()
+    Kube(transport).evict("ns", "p", "u1", grace_period=-1, dry_run=DryRun.CLIENT, resource_version="1")
+    assert transport.sent == []
+
+
+def test_a_listed_node_keeps_what_the_commands_read_and_drops_the_rest():
+    from kubectl_gpuisolate.kube.api import node_essentials
+
+    node = {"metadata": {"name": "gpu-1", "labels": {"a": "1"}, "annotations": {"b": "2"},
+                         "resourceVersion": "9", "managedFields": [{"manager": "kubelet"}]},
+            "spec": {"taints": [{"key": "k", "effect": "NoSchedule"}], "unschedulable": True},
+            "status": {"capacity": {"nvidia.com/gpu": "8"}, "allocatable": {"cpu": "4"},
+                       "conditions": [{"type": "Ready"}], "images": [{"names": ["x"]}],
+                       "nodeInfo": {"kubeletVersion": "v1.33.5"}, "addresses": []}}
+    assert node_essentials(node) == {
+        "metadata": {"name": "gpu-1", "labels": {"a": "1"}, "annotations": {"b": "2"},
+                     "resourceVersion": "9"},
+        "spec": {"taints": [{"key": "k", "effect": "NoSchedule"}], "unschedulable": True},
+        "status": {"capacity": {"nvidia.com/gpu": "8"}, "allocatable": {"cpu": "4"}}}
+    assert node_essentials({"metadata": {"name": "n"}}) == {"metadata": {"name": "n"}}
