@@ -10,7 +10,13 @@ the Eviction API and every PodDisruptionBudget -- DaemonSet pods and GPU pods th
 only NoSchedule included.  So before writing one, taint lists those pods on every node and, if
 there are any, refuses (exit 9) and writes nothing, unless --allow-pod-deletion is given.
 'kubectl gpuisolate evacuate --taint --gpu-taint KEY=VALUE:NoExecute' moves them first.
-A PreferNoSchedule taint is written with a warning: it keeps nothing off."""
+A PreferNoSchedule taint is written with a warning: it keeps nothing off.
+
+A taint can be taken off as soon as it is written, by a controller that owns the node's taints
+(Cluster API's taint propagation, a cloud's node-pool sync).  So after writing, taint reads the
+written nodes again (--verify-after later) and writes a taint that is gone once more, at most
+MAX_WRITES times in all; then it stops with one line naming the writer that removes it (exit 7).
+It never loops."""
 
 import argparse
 from dataclasses import dataclass
@@ -19,17 +25,19 @@ from typing import TYPE_CHECKING
 from ..completion.completers import complete_taint
 from ..core import planner
 from ..core.noexecute import NO_EXECUTE, PREFER_NO_SCHEDULE, deletions
+from ..core.reverts import reverted_message
 from ..core.taints import (
     ALREADY_TAINTED,
     DEFAULT_TAINT,
+    WRITES,
     Taint,
     TaintRef,
     add_taint,
     parse_taint,
     remove_taint,
 )
-from ..errors import EXIT_OK, EXIT_PREFLIGHT, GpuIsolateError
-from ..flags import DryRun, add_dry_run_flag, parse_dry_run
+from ..errors import EXIT_OK, EXIT_PREFLIGHT, ConflictError, GpuIsolateError
+from ..flags import DryRun, add_dry_run_flag, parse_dry_run, parse_duration
 from ..output.taint import TaintChange, deletion_report, prefer_warning, render_change, untolerated_note
 from . import owners
 from .common import IO, NodeTarget, OnNodes, add_node_flags, pick_taint, split_positionals
@@ -38,6 +46,8 @@ if TYPE_CHECKING:
     from ..kube import KubeApi
 
 TAINT_FORM = "KEY[=VALUE]:EFFECT"
+MAX_WRITES = 3          # of one taint on one node, when something keeps removing it
+OWN_MANAGER = "kubectl-gpuisolate"      # the field manager of our writes (the User-Agent's name)
 EXAMPLES = """examples:
   # Taint every node labelled nvidia.com/gpu.present=true with nvidia.com/gpu=true:NoSchedule
   kubectl gpuisolate taint
@@ -60,6 +70,7 @@ class TaintOptions(OnNodes):
     overwrite: bool
     dry_run: DryRun
     allow_pod_deletion: bool = False
+    verify_after: float = 1.0
 
     @classmethod
     def from_args(cls, args):
@@ -67,7 +78,8 @@ class TaintOptions(OnNodes):
         taint = pick_taint(positional, args.taint, DEFAULT_TAINT, TAINT_FORM)
         return cls(target=NodeTarget.from_args(args, names), taint=parse_taint(taint),
                    overwrite=args.overwrite, dry_run=parse_dry_run(args.dry_run),
-                   allow_pod_deletion=args.allow_pod_deletion)
+                   allow_pod_deletion=args.allow_pod_deletion,
+                   verify_after=parse_duration(args.verify_after, "--verify-after"))
 
 
 def add_taint_flags(parser):
@@ -88,6 +100,10 @@ def add_parser(subparsers, parents):
                         help="write a NoExecute taint even though the taint-eviction controller "
                              "will DELETE the pods that do not tolerate it (no Eviction API, no "
                              "PodDisruptionBudget); without it taint refuses (exit 9)")
+    parser.add_argument("--verify-after", default="1s", metavar="DURATION",
+                        help="read the written nodes again this long after writing and write a "
+                             f"taint something removed again, {MAX_WRITES} writes at most, then "
+                             "exit 7 naming the remover (default 1s; 0 reads nothing again)")
     add_dry_run_flag(parser)
     parser.set_defaults(options_class=TaintOptions, run=run)
 
@@ -138,6 +154,29 @@ def _note_untolerated(kube, nodes, options, io):
             io.err.write(untolerated_note(plan, options.taint))
 
 
+def _keep_written(kube, written, options, io):
+    """Reads the written nodes again after ``verify_after`` and writes the taint again where it
+    was taken off; after MAX_WRITES writes of a node, stops with the remover named (exit 7)."""
+    from ..kube.nodes import apply_taint, taken_off
+
+    for write in range(1, MAX_WRITES + 1):
+        kube.pause(options.verify_after)
+        gone = taken_off(kube, written, options.taint, overwrite=options.overwrite)
+        if not gone:
+            return
+        if write == MAX_WRITES:
+            raise ConflictError(reverted_message(gone[0], str(options.taint), MAX_WRITES,
+                                                 OWN_MANAGER,
+                                                 also=[n["metadata"]["name"] for n in gone[1:]]))
+        for node in gone:
+            io.warn(f"node/{node['metadata']['name']}: {options.taint} was removed after it was "
+                    f"written; writing it again (write {write + 1} of at most {MAX_WRITES})")
+        written = [n["metadata"]["name"] for n in gone]
+        for _ in apply_taint(kube, gone, options.taint, overwrite=options.overwrite,
+                             dry_run=options.dry_run):
+            pass
+
+
 def run(options: TaintOptions, kube: "KubeApi", io: IO) -> int:
     from ..kube.nodes import apply_taint, check_conflicts, find_nodes
 
@@ -154,8 +193,13 @@ def run(options: TaintOptions, kube: "KubeApi", io: IO) -> int:
         if options.taint.effect == PREFER_NO_SCHEDULE:
             io.warn(prefer_warning(options.taint))
         _note_untolerated(kube, nodes, options, io)
+    written = []
     for node, verb in apply_taint(kube, nodes, options.taint, overwrite=options.overwrite,
                                   dry_run=options.dry_run):
         io.out.write(render_change(TaintChange(node["metadata"]["name"], verb, options.dry_run)))
+        if verb in WRITES:
+            written.append(node["metadata"]["name"])
+    if written and options.dry_run is DryRun.NONE and options.verify_after > 0:
+        _keep_written(kube, written, options, io)
     owners.warn_pools(nodes, "persist it in", io.warn)    # after the writes: an error stays one line
     return EXIT_OK

@@ -8,7 +8,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import NamedTuple, Optional
 
 from ..core import gpu, selectors
-from ..core.taints import add_taint, add_taint_write
+from ..core.taints import ALREADY_TAINTED, add_taint, add_taint_write
 from ..errors import ConflictError, NotFound
 
 FETCH_WORKERS = 8
@@ -99,3 +99,21 @@ def apply_taint(kube, nodes, taint, *, overwrite, dry_run):
         except ConflictError as exc:
             raise ConflictError(f"node {name} {exc}") from None
         yield updated, verb
+
+
+def taken_off(kube, names, taint, *, overwrite):
+    """The nodes among ``names``, as read now, where ``taint`` is no longer as it was written:
+    gone, or (with ``overwrite``) its value changed back.  Read concurrently."""
+    def gone(name):
+        node = kube.get_node(name)
+        try:
+            kept = add_taint((node.get("spec") or {}).get("taints"), taint,
+                             overwrite=overwrite)[1] == ALREADY_TAINTED
+        except ConflictError:       # another value without --overwrite: not ours any more
+            kept = False
+        return None if kept else node
+
+    if not names:
+        return []
+    with ThreadPoolExecutor(max_workers=min(FETCH_WORKERS, len(names))) as pool:
+        return [node for node in pool.map(gone, names) if node is not None]

@@ -130,3 +130,59 @@ def test_untaint_a_key_removes_every_effect_and_nothing_else():
     code, out, _ = run_command(fake, "untaint", "--taint", "nvidia.com/gpu")
     assert code == EXIT_OK and out.splitlines()[0] == f"node/{GPU_A} untainted"
     assert taints(fake, GPU_A) == [CONTROL_PLANE_TAINT]
+
+
+# -- a taint something takes off again ------------------------------------------------------------
+def remove_gpu_taint(fake):
+    node = fake.nodes[GPU_A]
+    node["spec"]["taints"] = [t for t in node["spec"].get("taints") or () if t["key"] != "nvidia.com/gpu"]
+    node["metadata"]["managedFields"] = [{"manager": "taint-sync", "operation": "Update",
+                                          "time": "2026-12-01T10:00:00Z",
+                                          "fieldsV1": {"f:spec": {"f:taints": {}}}}]
+
+
+def test_a_taint_removed_after_every_write_stops_after_three_writes_naming_the_remover():
+    fake = cluster(None, [GPU_TAINT])
+    fake.on_pause = remove_gpu_taint
+    streams = buffers()
+    with pytest.raises(ConflictError) as caught:
+        run_command(fake, "taint", streams=streams)
+    assert caught.value.exit_code == EXIT_CONFLICT
+    assert str(caught.value).startswith(
+        f"node {GPU_A}: nvidia.com/gpu=true:NoSchedule was removed again after each of 3 writes: "
+        "field manager 'taint-sync' (the node's managedFields) removes it")
+    assert fake.log == [("taint", GPU_A)] * 3 and fake.pauses == [1.0] * 3
+    assert streams.out.getvalue().splitlines() == [f"node/{GPU_A} tainted", f"node/{GPU_B} already tainted"]
+    assert [line.split(": ", 2)[-1] for line in streams.err.getvalue().splitlines()] == [
+        f"nvidia.com/gpu=true:NoSchedule was removed after it was written; writing it again "
+        f"(write {n} of at most 3)" for n in (2, 3)]
+
+
+def test_a_taint_removed_once_is_written_again_and_then_kept():
+    fake = cluster(None, None)
+    removals = []
+
+    def remove_once(fake):
+        if not removals:
+            removals.append(1)
+            remove_gpu_taint(fake)
+    fake.on_pause = remove_once
+    code, out, err = run_command(fake, "taint", "--verify-after", "250ms")
+    assert code == EXIT_OK
+    assert fake.log == [("taint", GPU_A), ("taint", GPU_B), ("taint", GPU_A)]
+    assert fake.pauses == [0.25, 0.25] and taints(fake, GPU_A) == [GPU_TAINT]
+    assert "writing it again (write 2 of at most 3)" in err
+
+
+@pytest.mark.parametrize("argv", [["--verify-after", "0"], ["--dry-run=server"]])
+def test_no_second_read_without_a_verify_window_or_a_real_write(argv):
+    fake = cluster(None, None)
+    fake.on_pause = remove_gpu_taint
+    code, _, _ = run_command(fake, "taint", *argv)
+    assert code == EXIT_OK and fake.pauses == []
+
+
+def test_nodes_already_tainted_are_not_read_again():
+    fake = cluster([GPU_TAINT], [GPU_TAINT])
+    code, _, _ = run_command(fake, "taint")
+    assert code == EXIT_OK and fake.pauses == [] and fake.log == []
