@@ -94,6 +94,11 @@ class Sandbox:
             raise AssertionError(f"kubectl {' '.join(args)} failed ({r.returncode}): {r.stderr.strip()}")
         return r
 
+    def apply(self, *objects):
+        """kubectl apply of API objects (dicts), as one List."""
+        return self.kubectl("apply", "-f", "-", input=json.dumps({"apiVersion": "v1", "kind": "List",
+                                                                  "items": list(objects)}))
+
     def get_json(self, *args, context=None):
         return json.loads(self.kubectl("get", *args, "-o", "json", context=context).stdout)
 

@@ -47,8 +47,9 @@ class Checker:
     def common(self, violations, pdb_checks, writer):
         self.counts["pdb-min"] += pdb_checks
         self.check("pdb-min", not violations, "; ".join(violations[:5]))
-        self.check("writer-keys", not writer.lost(self.after["nodes"]) and not writer.errors,
-                   "; ".join(writer.lost(self.after["nodes"]) + writer.errors[:3]))
+        if writer is not None:      # None: no concurrent node writer in this run
+            self.check("writer-keys", not writer.lost(self.after["nodes"]) and not writer.errors,
+                       "; ".join(writer.lost(self.after["nodes"]) + writer.errors[:3]))
         for name, node in self.after["nodes"].items():
             self.check("no-cordon", not node["spec"].get("unschedulable"), f"node {name} is cordoned")
             self.check("other-taints", other_taints(node) == other_taints(self.before["nodes"][name]),
