@@ -11,7 +11,8 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 BEGIN, END = "<!-- bench:begin (written by scripts/bench; edit outside) -->", "<!-- bench:end -->"
-BUDGETS = {"seed": 1.5, "scale": 0.5, "rss_mb": 150.0, "evacuate": 1.0}
+BUDGETS = {"seed": 1.5, "scale": 0.5, "rss_mb": 150.0, "evacuate": 1.0,
+           "limit": 0.1, "limit_rss_mb": 100.0, "limit_server_cpu": 0.3}
 
 
 def _med(values):
@@ -38,6 +39,7 @@ class Report:
     def __init__(self, quick):
         self.quick = quick
         self.status_rows, self.evac_rows, self.version_info = [], [], {}
+        self.limit_row = None
         self.floor = None
 
     def start(self, python, kubectl):
@@ -78,6 +80,61 @@ class Report:
         self.status_rows.append(dict(kind=kind, label=label, samples=samples, nodes=nodes, load=load or {}))
         if floor:
             self.floor = (label, floor)
+
+    def limit(self, label, samples, idle, load):
+        """Samples of (wall, RSS, lines, API server CPU s, requests); ``idle``: the server's
+        (CPU s/s, requests/s) without a command, taken off each sample for its wall time."""
+        self.limit_row = dict(label=label, samples=samples, idle=idle, load=load)
+
+    @staticmethod
+    def _spread(values):
+        return f"{min(values):.2f} / {_med(values):.2f} / {max(values):.2f}"
+
+    def _net_cpu(self, sample):
+        return max(sample[3] - self.limit_row["idle"][0] * sample[0], 0.0)
+
+    def _net_requests(self, sample):
+        return max(sample[4] - self.limit_row["idle"][1] * sample[0], 0.0)
+
+    def limit_summary(self):
+        if not self.limit_row:
+            return []
+        row, s = self.limit_row, self.limit_row["samples"]
+        p, k = self._stat(s, "plugin"), self._stat(s, "kubectl")
+        pr, kr = self._peak(s, "plugin"), self._peak(s, "kubectl")
+        pc = _med([self._net_cpu(x) for x in s["plugin"]])
+        kc = _med([self._net_cpu(x) for x in s["kubectl"]])
+        pq = _med([self._net_requests(x) for x in s["plugin"]])
+        kq = _med([self._net_requests(x) for x in s["kubectl"]])
+        label = row["label"]
+        return [
+            f"| `status` vs the kubectl pair, {label} | {_s(p)} | {_s(k)} | {p / k:.2f}× | "
+            f"≤ {BUDGETS['limit']}× | {self._verdict(p / k, BUDGETS['limit'])} |",
+            f"| peak RSS, {label} | {pr:.0f} MB | {kr:.0f} MB | {pr / kr:.2f}× | "
+            f"≤ {BUDGETS['limit_rss_mb']:.0f} MB | {self._verdict(pr, BUDGETS['limit_rss_mb'])} |",
+            f"| API server CPU per command (net of idle), {label} | {pc:.2f} s | {kc:.2f} s | "
+            f"{pc / kc if kc else float('nan'):.2f}× | ≤ {BUDGETS['limit_server_cpu']}× | "
+            f"{self._verdict(pc / kc if kc else float('inf'), BUDGETS['limit_server_cpu'])} |",
+            f"| API server requests per command (net of idle), {label} | {pq:.0f} | {kq:.0f} | "
+            f"{pq / kq if kq else float('nan'):.2f}× | | |"]
+
+    def limit_details(self):
+        if not self.limit_row:
+            return []
+        row, s = self.limit_row, self.limit_row["samples"]
+        lines = [f"- limit, {row['label']}: API server idle {row['idle'][0]:.3f} CPU s/s and "
+                 f"{row['idle'][1]:.1f} requests/s (taken off each command for its wall time); "
+                 "min / median / max of "
+                 f"{len(s['plugin'])} runs:"]
+        for side in ("plugin", "kubectl"):
+            x = s[side]
+            lines.append(f"  - {side}: wall {self._spread([v[0] for v in x])} s; peak RSS "
+                         f"{self._spread([v[1] for v in x])} MB; API server CPU "
+                         f"{self._spread([self._net_cpu(v) for v in x])} s; requests "
+                         f"{self._spread([self._net_requests(v) for v in x])}")
+        if row["load"].get("scenario_load_s"):
+            lines.append(f"  - sandbox load: scenario {row['load']['scenario_load_s']:.0f} s")
+        return lines
 
     def evacuate(self, pods, samples, main):
         self.evac_rows.append(dict(pods=pods, samples=samples, main=main))
@@ -120,7 +177,7 @@ class Report:
             kg = max(s[1] for s in row["samples"]["kubectl"])
             lines.append(f"| GPU pods restarted per run (most in any run) | {pg} | {kg} | | 0 | "
                          f"{self._verdict(pg, 0)} |")
-        return lines
+        return lines + self.limit_summary()
 
     def growth(self):
         lines = []
@@ -170,6 +227,7 @@ class Report:
                 t = r["load"]
                 lines.append(f"- sandbox load, {r['label']}: scenario {t['scenario_load_s']:.0f} s, "
                              f"whole `scripts/sandbox up` {t.get('total_s', 0):.0f} s")
+        lines += self.limit_details()
         lines += ["", "</details>"]
         return lines
 

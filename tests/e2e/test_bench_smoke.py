@@ -13,7 +13,8 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[2]
 DIRS = {"--seed-dir": REPO / ".cache" / "sb-bench-smoke-seed",
-        "--scale-dir": REPO / ".cache" / "sb-bench-smoke-scale"}
+        "--scale-dir": REPO / ".cache" / "sb-bench-smoke-scale",
+        "--limit-dir": REPO / ".cache" / "sb-bench-smoke-limit"}
 
 
 def _down(directory):
@@ -21,12 +22,12 @@ def _down(directory):
                    env=dict(os.environ, SANDBOX_DIR=str(directory)), timeout=300)
 
 
-# About 4 min measured; bounded by its own timeouts: 900 s for the bench, 300 s for each `down`.
+# About 5 min measured (the limit phase, at 100 nodes here, about 1 min of it); bounded by its own timeouts: 900 s for the bench, 300 s for each `down`.
 @pytest.mark.timeout(1500)
 def test_bench_quick_prints_the_table(tmp_path):
     results = tmp_path / "benchmarks.md"
     cmd = [sys.executable, str(REPO / "scripts" / "bench"), "--quick", "--python", sys.executable,
-           "--write", str(results)]
+           "--write", str(results), "--only", "seed,evacuate,growth,scale,limit"]
     for flag, directory in DIRS.items():
         cmd += [flag, str(directory)]
     try:
@@ -39,7 +40,8 @@ def test_bench_quick_prints_the_table(tmp_path):
     assert "| measurement | plugin | kubectl | ratio | budget | verdict |" in out
     for row in ("`status` vs the kubectl pair, seed", "`status` vs the kubectl pair, 100 nodes",
                 "peak RSS, 100 nodes", "`evacuate --taint` vs `drain` + `uncordon`",
-                "GPU pods restarted per run"):
+                "GPU pods restarted per run", "API server CPU per command (net of idle), 100 nodes",
+                "API server requests per command (net of idle), 100 nodes"):
         assert row in out, row
     assert "Versions: kubectl-gpuisolate" in out and "Machine:" in out
     assert "(quick run: not judged)" in out

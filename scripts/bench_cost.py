@@ -1,0 +1,46 @@
+"""The API server's own cost of one command, for scripts/bench's limit phase.  Standard library
+only."""
+import os
+import subprocess
+import time
+from pathlib import Path
+
+
+class ServerCost:
+    """The API server's own cost of a command: the CPU seconds its process used (/proc) and the
+    requests it served (the sum of apiserver_request_total on /metrics, which does not count the
+    scrapes themselves).  Both include the cluster's background (leases, controllers): ``idle``
+    measures its rate, which the report takes off each command for its wall time.  The scrapes are
+    outside the CPU readings."""
+
+    CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
+
+    def __init__(self, state, kubectl, env):
+        self.kubectl, self.env = kubectl, env
+        self.pid = state["components"]["kube-apiserver"]["pid"]
+
+    def cpu(self):
+        raw = Path(f"/proc/{self.pid}/stat").read_text()
+        fields = raw[raw.rindex(")") + 2:].split()
+        return (int(fields[11]) + int(fields[12])) / self.CLOCK_TICKS
+
+    def requests(self):
+        out = subprocess.run([self.kubectl, "get", "--raw", "/metrics"], env=self.env, capture_output=True,
+                             text=True, check=True).stdout
+        return sum(float(line.rsplit(" ", 1)[1]) for line in out.splitlines()
+                   if line.startswith("apiserver_request_total{"))
+
+    def before(self):
+        return self.requests(), self.cpu()
+
+    def since(self, before):
+        """(CPU seconds, requests) since ``before``."""
+        cpu = self.cpu()
+        return cpu - before[1], self.requests() - before[0]
+
+    def idle(self, seconds=20.0):
+        """(CPU seconds, requests) per second of the API server with no command running."""
+        before = self.before()
+        time.sleep(seconds)
+        cpu, requests = self.since(before)
+        return cpu / seconds, requests / seconds
