@@ -22,7 +22,8 @@ def _down(directory):
                    env=dict(os.environ, SANDBOX_DIR=str(directory)), timeout=300)
 
 
-# About 5 min measured (the limit phase, at 100 nodes here, about 1 min of it); bounded by its own timeouts: 900 s for the bench, 300 s for each `down`.
+# About 2 min measured on 2 cores (the limit phase at 100 nodes 30 s of it); bounded by its own
+# timeouts: 900 s for the bench, 300 s for each `down`.
 @pytest.mark.timeout(1500)
 def test_bench_quick_prints_the_table(tmp_path):
     results = tmp_path / "benchmarks.md"

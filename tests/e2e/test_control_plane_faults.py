@@ -50,18 +50,24 @@ def restart_apiserver(cp, down=2.0):
 
 
 def assert_evacuation_held(watched, namespace, args, result, seconds):
-    """The run's invariants (module docstring).  Every pod of the test's quorum moved; a pod of
-    the seed's may still be pending, blocked by its PDB until the deadline (exit 10, and the
-    Checker holds the summary to it): a replacement kwok could not make Ready while the control
-    plane was down is Ready only after kwok's own retry, which can come after --timeout."""
+    """The run's invariants (module docstring).  A pod may still be pending at the deadline,
+    but only one its PDB held back or one queued behind it (exit 10, and the Checker holds the
+    summary to it): after a restart the sandbox's controller-manager can take minutes to update
+    a budget's status (its caches catch up late and its retries of conflicting updates back
+    off), and kwok to make a replacement Ready; the plugin must wait for them, not count on
+    them."""
     rc, out, err = result
     # The fault reached the run: some call of it went unanswered and was retried.
     assert "the API server did not answer" in err, err[-3000:]
     assert rc in (0, 10), err[-3000:]
     node = json.loads(out)["nodes"][0]
-    assert sum(ref.startswith(f"{namespace}/quorum-") for ref in node["moved"]) == 6, node
-    assert all(p["state"] == "pdb-blocked" and not p["pod"].startswith(namespace)
-               for p in node.get("pending") or ()), node
+    pending = node.get("pending") or []
+    # Held back by its PDB, or queued behind the pod of the same PDB that was (one at a time).
+    assert all(p["state"] in ("pdb-blocked", "not-started") for p in pending), node
+    assert any(p["state"] == "pdb-blocked" for p in pending) or not pending, node
+    quorum = [ref for ref in node["moved"] + [p["pod"] for p in pending]
+              if ref.startswith(f"{namespace}/quorum-")]
+    assert len(quorum) == 6 and (rc == 0) == (not pending), node
     checker, evictions = watched.check(args, result)
     assert checker.failures == [], checker.failures
     assert audit.evicted_twice(evictions) == []
