@@ -13,10 +13,10 @@ there are any, refuses (exit 9) and writes nothing, unless --allow-pod-deletion 
 A PreferNoSchedule taint is written with a warning: it keeps nothing off.
 
 A taint can be taken off as soon as it is written, by a controller that owns the node's taints
-(Cluster API's taint propagation, a cloud's node-pool sync).  So after writing, taint reads the
-written nodes again (--verify-after later) and writes a taint that is gone once more, at most
-MAX_WRITES times in all; then it stops with one line naming the writer that removes it (exit 7).
-It never loops."""
+(Cluster API's taint propagation, a cloud's node-pool sync).  So taint reads the nodes it wrote
+again --verify-after later and writes a taint that is gone once more, at most MAX_WRITES times
+in all; then it stops with one line naming the writer that removes it (exit 7).  It never
+loops."""
 
 import argparse
 from dataclasses import dataclass
