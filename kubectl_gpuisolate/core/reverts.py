@@ -22,12 +22,12 @@ def _touches_taints(entry: Dict[str, Any]) -> bool:
 
 def taint_writers(node: Node, own_manager: str) -> List[str]:
     """The field managers other than ``own_manager`` that own the taints list, or wrote the
-    node's spec, newest first.  Status writers (the kubelet's heartbeats) are not writers of
-    taints and are left out."""
+    node's spec, newest first.  Status writers (the kubelet's heartbeats) own no ``f:spec`` and
+    are left out."""
     entries = []
     for entry in (node.get("metadata") or {}).get("managedFields") or ():
         name = entry.get("manager") or ""
-        if not name or name == own_manager or entry.get("subresource") == "status":
+        if not name or name == own_manager:
             continue
         fields = (entry.get("fieldsV1") or {})
         if _touches_taints(entry) or "f:spec" in fields:
@@ -46,7 +46,7 @@ def reverted_message(node: Node, taint: str, attempts: int, own_manager: str, *,
     """One line: the taint was taken off after each of ``attempts`` writes, by whom (as far as
     the node says) and where such a taint belongs instead; ``also``: the other nodes where the
     same happened."""
-    name = (node.get("metadata") or {}).get("name", "?")
+    name = node["metadata"]["name"]
     writers = taint_writers(node, own_manager)
     who = (f"field manager {writers[0]!r} (the node's managedFields) removes it"
            if writers else "the node's managedFields do not name the writer that removes it")

@@ -27,10 +27,17 @@ def test_the_owner_of_the_taints_list_comes_first_even_if_another_spec_writer_is
     assert reverts.taint_writers(found, OWN) == ["capi-controller", "kube-controller-manager"]
 
 
-def test_among_spec_writers_the_newest_comes_first():
-    found = node(entry("a", "2026-12-01T10:00:00Z", {"f:spec": {}}),
-                 entry("b", "2026-12-01T10:00:09Z", {"f:spec": {}}))
-    assert reverts.taint_writers(found, OWN) == ["b", "a"]
+def test_among_spec_writers_the_newest_comes_first_and_one_without_a_time_last():
+    found = node(entry("z", "2026-12-01T10:00:00Z", {"f:spec": {}}),
+                 entry("untimed", None, {"f:spec": {}}),
+                 entry("a", "2026-12-01T10:00:09Z", {"f:spec": {}}))
+    assert reverts.taint_writers(found, OWN) == ["a", "z", "untimed"]
+
+
+def test_writers_after_our_own_entry_are_still_found():
+    found = node(entry(OWN, "2026-12-01T10:00:09Z", {"f:spec": {"f:podCIDR": {}}}),
+                 entry("taint-sync", "2026-12-01T10:00:01Z", TAINTS))
+    assert reverts.taint_writers(found, OWN) == ["taint-sync"]
 
 
 def test_our_own_writes_status_writers_and_metadata_writers_are_not_removers():
@@ -57,6 +64,12 @@ def test_the_message_names_the_remover_and_where_a_cluster_api_pool_takes_its_ta
                            "template of MachineDeployment gpupool-1-z9mz6")
     assert text.endswith("; not writing it again")
     assert "\n" not in text
+
+
+def test_the_message_never_names_our_own_writes():
+    found = node(entry(OWN, "2026-12-01T10:00:09Z", TAINTS),
+                 entry("taint-sync", "2026-12-01T10:00:00Z", {"f:spec": {}}))
+    assert "field manager 'taint-sync'" in reverts.reverted_message(found, "k:NoSchedule", 3, OWN)
 
 
 def test_the_message_says_when_the_node_names_no_remover_and_no_manager():
