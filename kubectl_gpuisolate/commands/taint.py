@@ -47,7 +47,6 @@ if TYPE_CHECKING:
 
 TAINT_FORM = "KEY[=VALUE]:EFFECT"
 MAX_WRITES = 3          # of one taint on one node, when something keeps removing it
-OWN_MANAGER = "kubectl-gpuisolate"      # the field manager of our writes (the User-Agent's name)
 EXAMPLES = """examples:
   # Taint every node labelled nvidia.com/gpu.present=true with nvidia.com/gpu=true:NoSchedule
   kubectl gpuisolate taint
@@ -157,6 +156,7 @@ def _note_untolerated(kube, nodes, options, io):
 def _keep_written(kube, written, options, io):
     """Reads the written nodes again after ``verify_after`` and writes the taint again where it
     was taken off; after MAX_WRITES writes of a node, stops with the remover named (exit 7)."""
+    from ..kube.api import FIELD_MANAGER
     from ..kube.nodes import apply_taint, taken_off
 
     for write in range(1, MAX_WRITES + 1):
@@ -166,7 +166,7 @@ def _keep_written(kube, written, options, io):
             return
         if write == MAX_WRITES:
             raise ConflictError(reverted_message(gone[0], str(options.taint), MAX_WRITES,
-                                                 OWN_MANAGER,
+                                                 FIELD_MANAGER,
                                                  also=[n["metadata"]["name"] for n in gone[1:]]))
         for node in gone:
             io.warn(f"node/{node['metadata']['name']}: {options.taint} was removed after it was "

@@ -29,8 +29,7 @@ def taint_writers(node: Node, own_manager: str) -> List[str]:
         name = entry.get("manager") or ""
         if not name or name == own_manager:
             continue
-        fields = (entry.get("fieldsV1") or {})
-        if _touches_taints(entry) or "f:spec" in fields:
+        if "f:spec" in (entry.get("fieldsV1") or {}):
             entries.append((_touches_taints(entry), entry.get("time") or "", name))
     # Owning the list is the stronger evidence; among equals the newer write.
     entries.sort(key=lambda e: (e[0], e[1]), reverse=True)

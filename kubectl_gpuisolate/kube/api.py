@@ -29,7 +29,7 @@ from ..errors import (
 )
 from ..flags import DryRun
 from .retry import NODE_WRITES
-from .transport import Transport, retryable
+from .transport import USER_AGENT, Transport, retryable
 
 # Where a controller's object lives: what the landing check reads of a pod template.
 CONTROLLER_PATHS = {
@@ -40,6 +40,9 @@ CONTROLLER_PATHS = {
 }
 _UNREAD = object()
 COMPONENT = "kubectl-gpuisolate"          # an Event's source.component and reportingComponent
+# The field manager the API server records for our writes (no fieldManager is sent: it is the
+# User-Agent's name); taint's check of who removed a taint must not name it.
+FIELD_MANAGER = USER_AGENT.split("/", 1)[0]
 
 
 class Kube:

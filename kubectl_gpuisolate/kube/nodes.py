@@ -40,8 +40,7 @@ def find_nodes_and_view(kube, names, requirements, selector_text, *, warn):
     rules pick from them; with -l, GPU-capacity nodes the selector misses are warned of.
     """
     if names:
-        with ThreadPoolExecutor(max_workers=min(FETCH_WORKERS, len(names))) as pool:
-            found = list(pool.map(lambda name: _node_or_none(kube, name), names))
+        found = _read_each(names, lambda name: _node_or_none(kube, name))
         missing = [name for name, node in zip(names, found) if node is None]
         if missing:
             raise NotFound(f"node(s) not found: {', '.join(missing)}; check the names with "
@@ -64,6 +63,14 @@ def find_nodes_and_view(kube, names, requirements, selector_text, *, warn):
         names_text = ", ".join(n["metadata"]["name"] for n in unselected)
         warn(f"node(s) with GPU capacity are not selected by {selector_text}: {names_text}")
     return Found(nodes, version, nodes, all_nodes)
+
+
+def _read_each(names, read):
+    """``read(name)`` for every name, FETCH_WORKERS at a time, in the order of ``names``."""
+    if not names:
+        return []
+    with ThreadPoolExecutor(max_workers=min(FETCH_WORKERS, len(names))) as pool:
+        return list(pool.map(read, names))
 
 
 def _node_or_none(kube, name):
@@ -113,7 +120,4 @@ def taken_off(kube, names, taint, *, overwrite):
             kept = False
         return None if kept else node
 
-    if not names:
-        return []
-    with ThreadPoolExecutor(max_workers=min(FETCH_WORKERS, len(names))) as pool:
-        return [node for node in pool.map(gone, names) if node is not None]
+    return [node for node in _read_each(names, gone) if node is not None]
