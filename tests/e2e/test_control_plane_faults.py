@@ -86,9 +86,16 @@ def test_apiserver_killed_while_pdb_blocked_evictions_retry(gpuisolate, clean, n
     rc, out, err, seconds = run.wait(TIMEOUT + 60)
     fault.join()
     _, evictions = assert_evacuation_held(watched, namespace, EVACUATE, (rc, out, err), seconds)
-    quorum_evicted = {e.uid for e in ours(evictions) if e.name.startswith("quorum-")
-                      and e.code in (200, 201)}
-    assert len(quorum_evicted) == 6
+    moved = {ref.split("/", 1)[1] for ref in json.loads(out)["nodes"][0]["moved"]
+             if ref.startswith(f"{namespace}/quorum-")}
+    recorded = {e.name for e in ours(evictions) if e.name.startswith("quorum-")
+                and e.code in (200, 201)}
+    # Every eviction the server recorded is of a pod the summary calls moved.  The record can
+    # lack one: a SIGKILL between the eviction's write to etcd and its audit event loses the
+    # event, and the retry finds the pod gone.  The budget lets one eviction through at a time,
+    # so at most one such pod.
+    assert recorded <= moved, (recorded, moved)
+    assert len(moved - recorded) <= 1, (recorded, moved)
     refused = [e for e in ours(evictions) if e.code == 429 and e.name.startswith("quorum-")]
     assert refused, "no eviction was refused by the PDB"
 
