@@ -61,8 +61,9 @@ def _items(*objects):
 
 
 class Workload:
-    def __init__(self, kubectl, env, log):
+    def __init__(self, kubectl, env, log, gpu_nodes=GPU_NODES, land_nodes=LAND_NODES):
         self.kubectl, self.env, self.log = kubectl, env, log
+        self.gpu_nodes, self.land_nodes = tuple(gpu_nodes), tuple(land_nodes)
 
     def k(self, *args, stdin=None, check=True):
         proc = subprocess.run([self.kubectl, *args], input=stdin, capture_output=True, text=True,
@@ -92,14 +93,14 @@ class Workload:
     def _gpu_pods_ready(self):
         pods = self.pods("gpu")
         per_node = {n: [p for p in pods if p["spec"].get("nodeName") == n
-                        and p["status"].get("phase") == "Running"] for n in GPU_NODES}
-        ok = all(len(v) == 1 for v in per_node.values()) and len(pods) == len(GPU_NODES)
+                        and p["status"].get("phase") == "Running"] for n in self.gpu_nodes}
+        ok = all(len(v) == 1 for v in per_node.values()) and len(pods) == len(self.gpu_nodes)
         return ok, f"GPU pods per node: { {n: len(v) for n, v in per_node.items()} }"
 
     def setup(self):
         self.cleanup()
-        self.log(f"evacuate: creating nodes {', '.join(GPU_NODES + LAND_NODES)} and namespace {NS}")
-        nodes = [_node(n, "gpu") for n in GPU_NODES] + [_node(n, "land") for n in LAND_NODES]
+        self.log(f"evacuate: creating nodes {', '.join(self.gpu_nodes + self.land_nodes)} and namespace {NS}")
+        nodes = [_node(n, "gpu") for n in self.gpu_nodes] + [_node(n, "land") for n in self.land_nodes]
         self.k("create", "-f", "-", stdin=_items(*nodes))
         for node in nodes:   # a create may drop the status; the capacity is what matters
             self.k("patch", "node", node["metadata"]["name"], "--subresource=status", "--type=merge",
@@ -113,13 +114,13 @@ class Workload:
             return len(good) == len(nodes), f"{len(good)}/{len(nodes)} Ready"
         self.wait("the bench nodes to be Ready", ready)
         self.k("create", "-f", "-", stdin=_items(*[_replicaset(f"gpu-{i}", n, 1, True)
-                                                   for i, n in enumerate(GPU_NODES)]))
+                                                   for i, n in enumerate(self.gpu_nodes)]))
         self.wait("the GPU pods", self._gpu_pods_ready)
 
     def reset(self, pods):
         """Untainted, uncordoned GPU nodes, each with its GPU pod and `pods` Running ordinary pods.
         Returns the UIDs of the GPU pods."""
-        for name in GPU_NODES:
+        for name in self.gpu_nodes:
             self.k("patch", "node", name, "--type=merge", "-p",
                    '{"spec":{"taints":null,"unschedulable":null}}')
         self.k("delete", "rs", "-n", NS, "-l", f"{LABEL}=app", "--wait=false")
@@ -128,12 +129,12 @@ class Workload:
         self.wait("the old bench pods to go",
                   lambda: (not self.items("pods", "-n", NS, "-l", f"{LABEL}=app"), "pods left"))
         self.wait("the GPU pods", self._gpu_pods_ready)
-        for i, node in enumerate(GPU_NODES):     # each node's pods while only it is schedulable
-            self.k("cordon", *[n for n in GPU_NODES + LAND_NODES if n != node])
+        for i, node in enumerate(self.gpu_nodes):     # each node's pods while only it is schedulable
+            self.k("cordon", *[n for n in self.gpu_nodes + self.land_nodes if n != node])
             self.k("uncordon", node)
             self.k("create", "-f", "-", stdin=_items(_replicaset(f"app-{i}", node, pods, False)))
             self.wait(f"{pods} pods on {node}", lambda node=node: self._placed(node, pods))
-        self.k("uncordon", *GPU_NODES, *LAND_NODES)
+        self.k("uncordon", *self.gpu_nodes, *self.land_nodes)
         return {p["metadata"]["uid"] for p in self.pods("gpu")}
 
     def _placed(self, node, pods):
@@ -144,14 +145,14 @@ class Workload:
     def after(self, gpu_uids):
         """(GPU pods restarted, ordinary pods still on the GPU nodes)."""
         now = {p["metadata"]["uid"] for p in self.pods("gpu")}
-        left = [p for p in self.pods("app") if p["spec"].get("nodeName") in GPU_NODES]
+        left = [p for p in self.pods("app") if p["spec"].get("nodeName") in self.gpu_nodes]
         return len(gpu_uids - now), len(left)
 
     def cleanup(self):
         if self.k("get", "namespace", NS, "--ignore-not-found", "-o", "name").strip():
             self.k("delete", "namespace", NS, "--wait=false")
         self.k("delete", "nodes", "-l", LABEL, "--ignore-not-found", "--wait=false")
-        for name in GPU_NODES + LAND_NODES:    # the DaemonSet pods bound to them
+        for name in self.gpu_nodes + self.land_nodes:    # the DaemonSet pods bound to them
             self.k("delete", "pods", "-A", f"--field-selector=spec.nodeName={name}", "--grace-period=0",
                    "--force", "--wait=false", check=False)
         self.wait(f"namespace {NS} to be deleted",
@@ -159,14 +160,16 @@ class Workload:
                            "still terminating"), timeout=180)
 
 
-def measure(workload, pods, reps, plugin, kubectl, env, timed, log):
-    """Alternates evacuate and drain+uncordon (ABBA), resetting before each run.
+def measure(workload, pods, reps, plugin, kubectl, env, timed, log, plugin_flags=(), timeout="10m"):
+    """Alternates evacuate and drain+uncordon (ABBA), resetting before each run; ``plugin_flags``
+    go to evacuate, ``timeout`` to both sides.
     Returns {"plugin": [(seconds, gpu pods restarted)], "kubectl": [...]}."""
-    nodes = list(GPU_NODES)
+    nodes = list(workload.gpu_nodes)
     sides = {
-        "plugin": [plugin("evacuate", "--taint", "--delete-emptydir-data", *nodes)],
+        "plugin": [plugin("evacuate", "--taint", "--delete-emptydir-data", *plugin_flags,
+                          "--timeout", timeout, *nodes)],
         "kubectl": [[kubectl, "drain", *nodes, "--ignore-daemonsets", "--delete-emptydir-data",
-                     "--timeout=10m"], [kubectl, "uncordon", *nodes]],
+                     f"--timeout={timeout}"], [kubectl, "uncordon", *nodes]],
     }
     samples = {"plugin": [], "kubectl": []}
     for rep in range(reps):

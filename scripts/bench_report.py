@@ -12,7 +12,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 BEGIN, END = "<!-- bench:begin (written by scripts/bench; edit outside) -->", "<!-- bench:end -->"
 BUDGETS = {"seed": 1.5, "scale": 0.5, "rss_mb": 150.0, "evacuate": 1.0,
-           "limit": 0.1, "limit_rss_mb": 100.0, "limit_server_cpu": 0.3}
+           "limit": 0.1, "limit_rss_mb": 100.0, "limit_server_cpu": 0.3, "limit_evacuate": 0.2}
 
 
 def _med(values):
@@ -39,7 +39,7 @@ class Report:
     def __init__(self, quick):
         self.quick = quick
         self.status_rows, self.evac_rows, self.version_info = [], [], {}
-        self.limit_row = None
+        self.limit_row = self.limit_evac = None
         self.floor = None
 
     def start(self, python, kubectl):
@@ -85,6 +85,24 @@ class Report:
         """Samples of (wall, RSS, lines, API server CPU s, requests); ``idle``: the server's
         (CPU s/s, requests/s) without a command, taken off each sample for its wall time."""
         self.limit_row = dict(label=label, samples=samples, idle=idle, load=load)
+
+    def limit_evacuate(self, label, samples):
+        """Samples of (wall, GPU pods restarted) per side, as measure() returns them."""
+        self.limit_evac = dict(label=label, samples=samples)
+
+    def limit_evacuate_lines(self):
+        """(its summary row, its detail line), or ([], [])."""
+        if not self.limit_evac:
+            return [], []
+        row, s = self.limit_evac, self.limit_evac["samples"]
+        p, k = self._stat(s, "plugin"), self._stat(s, "kubectl")
+        summary = [f"| `evacuate --taint --parallel-nodes 4` vs `drain` + `uncordon`, {row['label']} | "
+                   f"{_s(p)} | {_s(k)} | {p / k:.2f}× | ≤ {BUDGETS['limit_evacuate']}× | "
+                   f"{self._verdict(p / k, BUDGETS['limit_evacuate'])} |"]
+        details = [f"- limit evacuate, {row['label']}: min / median / max of {len(s['plugin'])} runs: "
+                   + "; ".join(f"{side} {self._spread([v[0] for v in s[side]])} s, GPU pods restarted "
+                               f"{max(v[1] for v in s[side])} at most" for side in ("plugin", "kubectl"))]
+        return summary, details
 
     @staticmethod
     def _spread(values):
@@ -177,7 +195,7 @@ class Report:
             kg = max(s[1] for s in row["samples"]["kubectl"])
             lines.append(f"| GPU pods restarted per run (most in any run) | {pg} | {kg} | | 0 | "
                          f"{self._verdict(pg, 0)} |")
-        return lines + self.limit_summary()
+        return lines + self.limit_summary() + self.limit_evacuate_lines()[0]
 
     def growth(self):
         lines = []
@@ -227,7 +245,7 @@ class Report:
                 t = r["load"]
                 lines.append(f"- sandbox load, {r['label']}: scenario {t['scenario_load_s']:.0f} s, "
                              f"whole `scripts/sandbox up` {t.get('total_s', 0):.0f} s")
-        lines += self.limit_details()
+        lines += self.limit_details() + self.limit_evacuate_lines()[1]
         lines += ["", "</details>"]
         return lines
 
