@@ -318,13 +318,14 @@ def gated_or_move(pod: Obj, ctx: RuleContext) -> PodDecision:
     found = ctx.landing
     nodes = found.nodes if found else ()
     return ctx.decision(MOVE, "not-tolerated", f"does not tolerate {ctx.taint_text}", pdbs=matching,
-                        landing=nodes, warning=_other_gpu_nodes_only(ctx, nodes))
+                        landing=nodes, warning=_other_gpu_nodes_only(ctx, found))
 
 
-def _other_gpu_nodes_only(ctx: RuleContext, nodes: Sequence[str]) -> str:
+def _other_gpu_nodes_only(ctx: RuleContext, found: Optional[landing.Landing]) -> str:
     """A warning when the pod can land only on GPU nodes this run leaves untainted."""
-    if ctx.cluster is None or not nodes or not set(nodes) <= ctx.cluster.gpu:
+    if found is None or not found.gpu_only:
         return ""
+    nodes = found.nodes
     more = f" and {len(nodes) - 3} more" if len(nodes) > 3 else ""
     return (f"pod {ctx.namespace}/{ctx.name} can land only on GPU node(s) not in this run: "
             f"{', '.join(nodes[:3])}{more}")

@@ -193,3 +193,25 @@ def test_the_filter_table_is_in_order():
     assert [name for name, _, _ in landing.FILTERS] == [
         "nodeName", "nodeSelector", "nodeAffinity", "volumes", "unschedulable", "taints"]
     assert landing.FILTERS[:4] == landing.PLACEMENT
+
+
+def test_pods_of_one_placement_are_worked_out_once(monkeypatch):
+    calls = []
+    real = landing._land
+    monkeypatch.setattr(landing, "_land", lambda view, c: calls.append(view) or real(view, c))
+    shared = cluster()
+    first = land(pod("web-1"), shared)
+    assert land(pod("web-2", owner_ref=owner(name="other")), shared) is first and len(calls) == 1
+    tolerant = land(pod("web-3", tolerations=[{"key": "node-role.kubernetes.io/control-plane",
+                                                "operator": "Exists"}]), shared)
+    assert len(calls) == 2 and "cp-1" in tolerant.nodes and "cp-1" not in first.nodes
+    assert land(pod("web-4", node_selector={ZONE: "b"}), shared).nodes == ("cpu-b1",)
+
+
+@pytest.mark.parametrize("order", [(GPU_A, GPU_B), (GPU_B, GPU_A)])
+def test_a_local_volume_is_blamed_by_where_each_pod_is(order):
+    volumes = {("default", "data"): pv("pv-l", term((HOST, "In", [GPU_A])), local=True)}
+    shared = cluster(volumes=volumes)
+    blockers = {here: land(with_claim(node_name=here), shared).blocker for here in order}
+    assert blockers[GPU_A] == "local PV pv-l on this node"
+    assert blockers[GPU_B] == f"local PV pv-l on {HOST} In [{GPU_A}]"
