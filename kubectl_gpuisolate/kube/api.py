@@ -183,6 +183,19 @@ class Kube:
         return self._get_or_none(path.format(namespace=namespace, name=name) if path else None,
                                  f"reading {kind} {namespace}/{name}")
 
+    def list_template_pins(self, kind):
+        """{(namespace, name): nodeName} of the ``kind`` controllers whose template sets one: a
+        cluster-wide list, each page cut to the pins as it comes (not from the watch cache:
+        resourceVersion 0 comes in one piece, +180 MB of RSS for 13,000 ReplicaSets)."""
+        path = CONTROLLER_PATHS[kind].replace("namespaces/{namespace}/", "").replace("/{name}", "")
+
+        def pin(item):
+            meta = item.get("metadata") or {}
+            spec = ((item.get("spec") or {}).get("template") or {}).get("spec") or {}
+            return meta.get("namespace", ""), meta.get("name", ""), spec.get("nodeName")
+        return {(ns, name): node for ns, name, node in
+                self._transport.list_all(path, what=f"listing {kind}s", keep=pin)[0] if node}
+
     def get_pvc(self, namespace, name):
         """A PersistentVolumeClaim, or None when it does not exist."""
         return self._get_or_none(f"/api/v1/namespaces/{namespace}/persistentvolumeclaims/{name}",

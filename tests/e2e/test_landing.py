@@ -230,3 +230,46 @@ def test_pinned_gpu_affine_local_and_zonal_pods_stay_and_a_plain_one_moves(gpuis
             clean.kubectl("delete", "pv", pv["metadata"]["name"], "--wait=false", "--ignore-not-found")
         for name in ALL_NODES:
             clean.kubectl("label", "node", name, f"{ZONE}-", check=False)
+
+
+def replicaset(name, namespace, *, node_name=None):
+    labels = {"app": name}
+    spec = {"containers": [{"name": "main", "image": "busybox",
+                            "resources": {"requests": {"cpu": "1m", "memory": "1Mi"}}}],
+            "terminationGracePeriodSeconds": 0}
+    if node_name:
+        spec["nodeName"] = node_name
+    return {"apiVersion": "apps/v1", "kind": "ReplicaSet", "metadata": {"name": name, "namespace": namespace},
+            "spec": {"replicas": 1, "selector": {"matchLabels": labels},
+                     "template": {"metadata": {"labels": labels}, "spec": spec}}}
+
+
+def test_many_controllers_templates_come_from_one_list(gpuisolate, clean, namespace):
+    """More ReplicaSets than gather.LIST_OWNERS on GPU A: their templates are read with one list
+    of ReplicaSets (the -v=6 log), and the one whose template sets nodeName is still found."""
+    from kubectl_gpuisolate.kube.gather import LIST_OWNERS
+    count = LIST_OWNERS + 1
+    for name in ALL_NODES:
+        if name != GPU_A:
+            clean.kubectl("cordon", name)
+    try:
+        apply(clean, replicaset("pinned", namespace, node_name=GPU_A),
+              *(replicaset(f"rs-{i:02d}", namespace) for i in range(count - 1)))
+        wait_until(f"{count} pods Running on GPU A", lambda: (lambda ps: len(ps) == count and all(
+            p["status"].get("phase") == "Running" and p["spec"].get("nodeName") == GPU_A for p in ps))(
+            live(clean, "-n", namespace)))
+    finally:
+        for name in ALL_NODES:
+            clean.kubectl("uncordon", name)
+    result = gpuisolate("status", GPU_A, "-o", "json", "-v=6")
+    assert result.returncode == 0, result.stderr[-2000:]
+    rows = {p["name"].rsplit("-", 1)[0]: p for p in json.loads(result.stdout)["nodes"][0]["pods"]
+            if p["namespace"] == namespace}
+    assert len(rows) == count
+    assert (rows["pinned"]["reason"], rows["pinned"]["message"]) == (
+        "nowhere-to-land", f"nowhere to land: nodeName {GPU_A} in its controller's pod template")
+    assert all(r["reason"] == "not-tolerated" for k, r in rows.items() if k != "pinned")
+    requests = [line for line in result.stderr.splitlines() if "/replicasets" in line]
+    assert any('verb="GET"' in line and "/apis/apps/v1/replicasets?" in line and '"200 OK"' in line
+               for line in requests), requests
+    assert not any(f"/namespaces/{namespace}/replicasets/" in line for line in requests), requests

@@ -319,6 +319,11 @@ class FakeCluster:
     def get_controller(self, namespace, kind, name):
         return self.controllers.get((namespace, kind, name))
 
+    def list_template_pins(self, kind):
+        pins = {(ns, name): (((c.get("spec") or {}).get("template") or {}).get("spec") or {}).get("nodeName")
+                for (ns, k, name), c in self.controllers.items() if k == kind}
+        return {key: node for key, node in pins.items() if node}
+
     def get_pvc(self, namespace, name):
         return self.pvcs.get((namespace, name))
 

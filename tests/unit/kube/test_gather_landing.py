@@ -170,3 +170,44 @@ def test_the_landing_check_keeps_only_what_it_reads_of_a_node():
     found = gather._node_essentials(big)
     assert found == {"metadata": {"name": GPU_B, "labels": big["metadata"]["labels"]},
                      "spec": big["spec"], "status": {"capacity": big["status"]["capacity"]}}
+
+
+class Listing(Counting):
+    def list_template_pins(self, kind):
+        self._count(f"list_template_pins {kind}")
+        return super().list_template_pins(kind)
+
+
+def many_owners(count):
+    """``count`` pods on GPU A, each of its own ReplicaSet; rs-1's template pins it to GPU A."""
+    pods = [pod(f"p-{i}", owner_ref=owner(name=f"rs-{i}")) for i in range(count)]
+    controllers = {("default", "ReplicaSet", "rs-1"): {"spec": {"template": {"spec": {"nodeName": GPU_A}}}}}
+    return pods, controllers
+
+
+def test_many_controllers_of_a_kind_are_read_with_one_list():
+    pods, controllers = many_owners(gather.LIST_OWNERS + 1)
+    cluster = Listing([gpu_node(GPU_A, taints=[GPU_TAINT])], pods, controllers=controllers)
+    decisions, warnings = plans(cluster)
+    assert cluster.calls == ["list_nodes", "list_template_pins ReplicaSet"] and warnings == []
+    assert decisions["p-1"].reason == "nowhere-to-land"
+    assert decisions["p-0"].action == MOVE
+
+
+def test_few_controllers_are_read_one_by_one():
+    pods, controllers = many_owners(gather.LIST_OWNERS)
+    cluster = Listing([gpu_node(GPU_A, taints=[GPU_TAINT])], pods, controllers=controllers)
+    decisions, _ = plans(cluster)
+    assert cluster.calls.count("get_controller") == gather.LIST_OWNERS
+    assert "list_template_pins ReplicaSet" not in cluster.calls
+    assert decisions["p-1"].reason == "nowhere-to-land"
+
+
+def test_a_refused_list_of_controllers_falls_back_to_reading_each():
+    pods, controllers = many_owners(gather.LIST_OWNERS + 1)
+    forbidden = api_error('replicasets.apps is forbidden: cannot list at the cluster scope', status=403)
+    cluster = Listing([gpu_node(GPU_A, taints=[GPU_TAINT])], pods, controllers=controllers,
+                      fail={"list_template_pins ReplicaSet": forbidden})
+    decisions, warnings = plans(cluster)
+    assert cluster.calls.count("get_controller") == gather.LIST_OWNERS + 1 and warnings == []
+    assert decisions["p-1"].reason == "nowhere-to-land"
