@@ -233,15 +233,11 @@ def test_pinned_gpu_affine_local_and_zonal_pods_stay_and_a_plain_one_moves(gpuis
 
 
 def replicaset(name, namespace, *, node_name=None):
-    labels = {"app": name}
-    spec = {"containers": [{"name": "main", "image": "busybox",
-                            "resources": {"requests": {"cpu": "1m", "memory": "1Mi"}}}],
-            "terminationGracePeriodSeconds": 0}
+    """deployment()'s object as a ReplicaSet, its template optionally bound to ``node_name``."""
+    found = dict(deployment(name, namespace), kind="ReplicaSet")
     if node_name:
-        spec["nodeName"] = node_name
-    return {"apiVersion": "apps/v1", "kind": "ReplicaSet", "metadata": {"name": name, "namespace": namespace},
-            "spec": {"replicas": 1, "selector": {"matchLabels": labels},
-                     "template": {"metadata": {"labels": labels}, "spec": spec}}}
+        found["spec"]["template"]["spec"]["nodeName"] = node_name
+    return found
 
 
 def test_many_controllers_templates_come_from_one_list(gpuisolate, clean, namespace):
