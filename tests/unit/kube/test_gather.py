@@ -76,6 +76,41 @@ def test_essentials_drop_what_the_planner_does_not_read():
     assert gather.essentials(PODS[15])["metadata"]["annotations"] == {"gpu-memory": "2000"}
 
 
+@pytest.mark.parametrize("flags", [{}, {"delete_emptydir_data": True, "force": True}])
+def test_shared_essentials_decide_as_the_unshared_ones(flags):
+    options = planner.PlanOptions(Taint.from_api(GPU_TAINT), **flags)
+    target = gpu_node(GPU_A, taints=[GPU_TAINT])
+    share = gather.Shared()
+    shared = [gather.essentials(p, share) for p in PODS + PODS]
+    assert shared == [gather.essentials(p) for p in PODS + PODS]
+    alone = planner.plan_node(target, [gather.essentials(p) for p in PODS], PDBS, options, frozenset())
+    assert planner.plan_node(target, shared[:len(PODS)], PDBS, options, frozenset()).decisions \
+        == alone.decisions
+
+
+def test_equal_parts_of_different_pods_are_one_object():
+    share = gather.Shared()
+    first, second = (gather.essentials(pod(name, "apps", labels={"app": "web"}), share)
+                     for name in ("web-1", "web-2"))
+    for part in (lambda p: p["metadata"]["labels"], lambda p: p["spec"]["tolerations"],
+                 lambda p: p["metadata"]["ownerReferences"], lambda p: p["spec"]["containers"],
+                 lambda p: p["metadata"]["namespace"], lambda p: p["spec"]["nodeName"]):
+        assert part(first) is part(second)
+    assert first["metadata"]["name"] != second["metadata"]["name"]
+    other = gather.essentials(pod("db-1", "apps", labels={"app": "db"}), share)
+    assert other["metadata"]["labels"] == {"app": "db"}
+
+
+def test_a_hash_collision_keeps_each_value_its_own():
+    share = gather.Shared()
+    kept = share.part({"app": "web"})
+    # Make the key of an unequal value collide with the kept one's.
+    colliding = {"app": "db"}
+    share._parts[hash(repr(colliding))] = kept
+    assert share.part(colliding) is colliding
+    assert share.part(dict(kept)) is kept
+
+
 class Cluster:
     """Nodes by name, pods by node, PDBs, and which DaemonSets exist; records calls."""
 
