@@ -28,6 +28,7 @@ from ..errors import (
     TooManyRequests,
 )
 from ..flags import DryRun
+from . import essentials
 from .retry import NODE_WRITES
 from .transport import USER_AGENT, Transport, retryable
 
@@ -71,10 +72,11 @@ class Kube:
 
     def list_nodes_with_version(self, selector=None):
         """(nodes, resourceVersion of the list): a consistent read, as kubectl's; each node kept
-        as ``node_essentials`` keeps it as its page arrives."""
+        as ``essentials.node`` keeps it as its page arrives."""
         params = {"labelSelector": selector} if selector else {}
+        share = essentials.Shared()
         return self._transport.list_all("/api/v1/nodes", params, what="listing nodes",
-                                        keep=node_essentials)
+                                        keep=lambda node: essentials.node(node, share))
 
     def get_node(self, name):
         try:
@@ -151,11 +153,11 @@ class Kube:
 
     def list_pod_requests(self):
         """Every pod not Succeeded or Failed, cluster-wide, in one paginated list, each kept as
-        ``requests_only`` keeps it as its page arrives: what the fit check and the replacement
+        ``essentials.requests_only`` keeps it as its page arrives: what the fit check and the replacement
         watch read (core/resources.py), in a fraction of the memory of whole pods."""
         params = {"fieldSelector": "status.phase!=Succeeded,status.phase!=Failed"}
         return self._transport.list_all("/api/v1/pods", params, what="listing pods",
-                                        keep=requests_only)[0]
+                                        keep=essentials.requests_only)[0]
 
     def list_unscheduled_pods(self):
         """The Pending pods bound to no node yet, cluster-wide (whole: there are few)."""
@@ -323,44 +325,6 @@ class Kube:
             if not finished:
                 raw.close()   # a stream left unread (caller stopped early) must not be reused
             raw.release_conn()
-
-
-# What no command reads of a listed node, and most of its size: the field managers' records,
-# the kubelet's conditions, addresses, endpoints, system info and image list.  (A node read
-# alone, by get_node, stays whole: taint's check of who removed its taint reads managedFields.)
-_NODE_METADATA_UNREAD = ("managedFields",)
-_NODE_STATUS_UNREAD = ("conditions", "addresses", "daemonEndpoints", "nodeInfo", "images",
-                       "volumesInUse", "volumesAttached", "config", "runtimeHandlers", "features")
-
-
-def node_essentials(node):
-    """A listed node without what no command reads (same shape, fewer keys)."""
-    meta = node.get("metadata") or {}
-    status = node.get("status") or {}
-    slim = dict(node, metadata={k: v for k, v in meta.items() if k not in _NODE_METADATA_UNREAD})
-    if status:
-        slim["status"] = {k: v for k, v in status.items() if k not in _NODE_STATUS_UNREAD}
-    return slim
-
-
-def requests_only(pod):
-    """A pod as its uid, controller UID, node, and what its requests are made of."""
-    meta, spec = pod.get("metadata") or {}, pod.get("spec") or {}
-    slim_spec = {k: spec[k] for k in ("nodeName", "overhead") if spec.get(k)}
-    for key in ("containers", "initContainers"):
-        if spec.get(key):
-            slim_spec[key] = [
-                dict({"resources": {"requests": (c.get("resources") or {}).get("requests") or {}}},
-                     **({"restartPolicy": c["restartPolicy"]} if c.get("restartPolicy") else {}))
-                for c in spec[key]]
-    if (spec.get("resources") or {}).get("requests"):
-        slim_spec["resources"] = {"requests": spec["resources"]["requests"]}
-    slim_meta = {"uid": meta.get("uid", "")}
-    owners = [{"uid": r.get("uid", ""), "controller": True}
-              for r in meta.get("ownerReferences") or () if r.get("controller")]
-    if owners:
-        slim_meta["ownerReferences"] = owners
-    return {"metadata": slim_meta, "spec": slim_spec}
 
 
 def merge_patch(target, patch):

@@ -8,91 +8,13 @@ from typing import Any, Dict, List, Tuple
 
 from ..core import claims, gpu, landing, planner
 from ..errors import GpuIsolateError
+from . import essentials
 from .api import CONTROLLER_PATHS
 from .nodes import FETCH_WORKERS
 
-# What the planner reads of a pod (planner.decide, gpu.pod_*, taints.tolerates_all,
-# selectors for PDBs).  Keeping only this, as each node's pods arrive, holds a large
-# cluster's GPU nodes in a fraction of the memory of whole pods.
-_POD_METADATA = ("name", "namespace", "uid", "resourceVersion", "labels", "ownerReferences",
-                 "deletionTimestamp")   # resourceVersion: the eviction's precondition
-_POD_SPEC = ("nodeName", "tolerations", "resourceClaims", "nodeSelector", "affinity")
-_MIRROR = "kubernetes.io/config.mirror"
 # More controllers of one kind than this, and their templates are read with one list of the
 # kind rather than a GET each (thousands of ReplicaSets at 5,000 nodes: ~16 s of GETs).
 LIST_OWNERS = 50
-_ANNOTATIONS = (_MIRROR,) + gpu.FRACTION_ANNOTATIONS   # the ones the rules read
-
-
-class Shared:
-    """One object for each distinct value of the parts of pods that repeat from pod to pod
-    (tolerations, requests, status, a ReplicaSet's labels and owner, namespaces, node names),
-    for one gather: at 5,000 nodes the GPU nodes' pods are most of the plugin's memory.  Safe
-    because nothing downstream mutates a pod it is given; threads may race, which at worst
-    keeps two equal copies."""
-
-    def __init__(self):
-        self._parts: Dict[int, Any] = {}
-        self._strings: Dict[str, str] = {}
-
-    def string(self, value):
-        return self._strings.setdefault(value, value) if isinstance(value, str) else value
-
-    def part(self, value):
-        # Keyed by the hash of its repr, not the repr: keeping the reprs of parts that do not
-        # repeat (labels with a pod's own hash) would cost what sharing saves.
-        key = hash(repr(value))
-        kept = self._parts.setdefault(key, value)
-        return kept if kept is value or kept == value else value
-
-
-class _Unshared:
-    """Shared's interface, keeping every value as it is."""
-
-    @staticmethod
-    def string(value):
-        return value
-
-    @staticmethod
-    def part(value):
-        return value
-
-
-_AS_IS = _Unshared()
-_SHARED_PARTS = ("labels", "tolerations", "nodeSelector", "affinity")
-
-
-def essentials(pod, share=_AS_IS):
-    """The planner's part of a pod, as a plain dict of the same shape; ``share``: a Shared,
-    for one object per distinct repeated part."""
-    meta, spec = pod.get("metadata") or {}, pod.get("spec") or {}
-    slim_meta = {k: share.part(meta[k]) if k in _SHARED_PARTS else meta[k]
-                 for k in _POD_METADATA if k in meta}
-    if "namespace" in slim_meta:
-        slim_meta["namespace"] = share.string(slim_meta["namespace"])
-    if meta.get("ownerReferences"):     # one ReplicaSet's pods are seldom on one GPU node
-        slim_meta["ownerReferences"] = share.part(
-            [{k: share.string(v) for k, v in ref.items()} for ref in meta["ownerReferences"]])
-    annotations = meta.get("annotations") or {}
-    kept = {k: annotations[k] for k in _ANNOTATIONS if k in annotations}
-    if kept:
-        slim_meta["annotations"] = share.part(kept)
-    slim_spec = {k: share.part(spec[k]) if k in _SHARED_PARTS else share.string(spec[k])
-                 for k in _POD_SPEC if k in spec}
-    volumes = [v for v in spec.get("volumes") or ()
-               if "emptyDir" in v or "persistentVolumeClaim" in v]
-    if volumes:
-        slim_spec["volumes"] = share.part(volumes)
-    for key in ("containers", "initContainers"):
-        if spec.get(key):
-            slim_spec[key] = share.part([{"resources": c.get("resources") or {}}
-                                         for c in spec[key]])
-    slim = {"metadata": slim_meta, "spec": slim_spec}
-    status = pod.get("status") or {}
-    slim_status = {k: status[k] for k in ("phase", "resourceClaimStatuses") if status.get(k)}
-    if slim_status:
-        slim["status"] = share.part(slim_status)
-    return slim
 
 
 def gather(kube, nodes, *, not_older_than=None, pdbs=None, check_daemonsets=True):
@@ -106,10 +28,10 @@ def gather(kube, nodes, *, not_older_than=None, pdbs=None, check_daemonsets=True
     missing DaemonSets as (namespace, name)).
     """
     names = [n["metadata"]["name"] for n in nodes]
-    share = Shared()
+    share = essentials.Shared()
 
     def pods_on(name):
-        return [essentials(p, share) for p in kube.list_pods_on_node(name, not_older_than=not_older_than)]
+        return [essentials.pod(p, share) for p in kube.list_pods_on_node(name, not_older_than=not_older_than)]
 
     with ThreadPoolExecutor(max_workers=min(FETCH_WORKERS, len(nodes) + 1)) as pool:
         pdb_future = pdbs if pdbs is not None else pool.submit(kube.list_pdbs)
@@ -180,19 +102,12 @@ def landing_cluster(kube, run, movers, warn, cluster_nodes=None):
         all_nodes = pool.submit(kube.list_nodes) if cluster_nodes is None else None
         volumes = pool.submit(_volumes, kube, movers, warn)
         templates = pool.submit(_templates, kube, movers, warn)
-        everything = [_node_essentials(n) for n in
+        everything = [essentials.landing_node(n) for n in
                       (cluster_nodes if all_nodes is None else all_nodes.result())]
         return landing.Cluster(
             nodes=tuple(everything), run=run,
             gpu=run | frozenset(n["metadata"]["name"] for n in gpu.gpu_nodes(everything)),
             volumes=volumes.result(), templates=templates.result())
-
-
-def _node_essentials(node):
-    meta, status = node.get("metadata") or {}, node.get("status") or {}
-    return {"metadata": {k: meta[k] for k in ("name", "labels") if k in meta},
-            "spec": node.get("spec") or {},
-            "status": {k: status[k] for k in ("capacity", "allocatable") if k in status}}
 
 
 def _volumes(kube, movers, warn):

@@ -7,7 +7,7 @@ import time
 
 from kubectl_gpuisolate.errors import NotFound, api_error
 from kubectl_gpuisolate.flags import DryRun
-from kubectl_gpuisolate.kube.api import requests_only
+from kubectl_gpuisolate.kube.essentials import requests_only
 
 from .factories import node as plain_node
 

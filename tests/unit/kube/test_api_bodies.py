@@ -39,7 +39,7 @@ def test_a_client_dry_run_sends_nothing():
 
 
 def test_a_listed_node_keeps_what_the_commands_read_and_drops_the_rest():
-    from kubectl_gpuisolate.kube.api import node_essentials
+    from kubectl_gpuisolate.kube.essentials import node as node_essentials
 
     node = {"metadata": {"name": "gpu-1", "labels": {"a": "1"}, "annotations": {"b": "2"},
                          "resourceVersion": "9", "managedFields": [{"manager": "kubelet"}]},
@@ -53,3 +53,22 @@ def test_a_listed_node_keeps_what_the_commands_read_and_drops_the_rest():
         "spec": {"taints": [{"key": "k", "effect": "NoSchedule"}], "unschedulable": True},
         "status": {"capacity": {"nvidia.com/gpu": "8"}, "allocatable": {"cpu": "4"}}}
     assert node_essentials({"metadata": {"name": "n"}}) == {"metadata": {"name": "n"}}
+
+
+def test_listed_nodes_of_a_pool_share_their_repeated_parts():
+    from kubectl_gpuisolate.kube.essentials import Shared
+    from kubectl_gpuisolate.kube.essentials import node as node_essentials
+
+    def listed(name):      # each as its own decoded object, as pages arrive
+        value = "".join(["g", "pu"])    # a new string each time, as the decoder makes
+        return {"metadata": {"name": name, "labels": {"pool": value, "host": name}},
+                "spec": {"taints": [{"key": "k", "effect": "NoSchedule"}]},
+                "status": {"capacity": {"nvidia.com/gpu": "8"}, "conditions": [{"type": "Ready"}]}}
+
+    share = Shared()
+    first, second = (node_essentials(listed(name), share) for name in ("gpu-1", "gpu-2"))
+    assert first == node_essentials(listed("gpu-1"))
+    assert first["spec"] is second["spec"]
+    assert first["status"]["capacity"] is second["status"]["capacity"]
+    assert first["metadata"]["labels"]["pool"] is second["metadata"]["labels"]["pool"]
+    assert second["metadata"]["labels"] == {"pool": "gpu", "host": "gpu-2"}

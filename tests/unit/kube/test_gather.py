@@ -6,7 +6,7 @@ import pytest
 from kubectl_gpuisolate.core import planner
 from kubectl_gpuisolate.core.taints import Taint
 from kubectl_gpuisolate.errors import NotFound
-from kubectl_gpuisolate.kube import gather
+from kubectl_gpuisolate.kube import essentials, gather
 from kubectl_gpuisolate.kube import nodes as nodes_module
 
 from ..factories import (
@@ -56,7 +56,7 @@ def test_essentials_decide_as_the_whole_pod(flags):
     target = gpu_node(GPU_A, taints=[GPU_TAINT])
     missing = frozenset({("kube-system", "gone")})
     whole = planner.plan_node(target, PODS, PDBS, options, missing)
-    slim = planner.plan_node(target, [gather.essentials(p) for p in PODS], PDBS, options, missing)
+    slim = planner.plan_node(target, [essentials.pod(p) for p in PODS], PDBS, options, missing)
     assert slim.decisions == whole.decisions
     assert {d.reason for d in whole.decisions} >= {"daemonset", "daemonset-orphan", "mirror",
                                                    "gpu-request", "resource-claim", "finished",
@@ -66,43 +66,43 @@ def test_essentials_decide_as_the_whole_pod(flags):
 
 def test_essentials_drop_what_the_planner_does_not_read():
     full = dict(PODS[3], status={"phase": "Running", "conditions": [{"type": "Ready"}]})
-    slim = gather.essentials(full)
+    slim = essentials.pod(full)
     assert slim["metadata"]["annotations"] == {"kubernetes.io/config.mirror": "abc"}
     assert slim["status"] == {"phase": "Running"}
     assert slim["spec"]["containers"] == [{"resources": {}}]
-    assert "volumes" not in gather.essentials(PODS[0])["spec"]
-    assert gather.essentials(PODS[10])["spec"]["volumes"] == [{"name": "c", "emptyDir": {}}]
-    assert gather.essentials(PODS[14])["metadata"]["annotations"] == {"gpu-fraction": "0.5"}
-    assert gather.essentials(PODS[15])["metadata"]["annotations"] == {"gpu-memory": "2000"}
+    assert "volumes" not in essentials.pod(PODS[0])["spec"]
+    assert essentials.pod(PODS[10])["spec"]["volumes"] == [{"name": "c", "emptyDir": {}}]
+    assert essentials.pod(PODS[14])["metadata"]["annotations"] == {"gpu-fraction": "0.5"}
+    assert essentials.pod(PODS[15])["metadata"]["annotations"] == {"gpu-memory": "2000"}
 
 
 @pytest.mark.parametrize("flags", [{}, {"delete_emptydir_data": True, "force": True}])
 def test_shared_essentials_decide_as_the_unshared_ones(flags):
     options = planner.PlanOptions(Taint.from_api(GPU_TAINT), **flags)
     target = gpu_node(GPU_A, taints=[GPU_TAINT])
-    share = gather.Shared()
-    shared = [gather.essentials(p, share) for p in PODS + PODS]
-    assert shared == [gather.essentials(p) for p in PODS + PODS]
-    alone = planner.plan_node(target, [gather.essentials(p) for p in PODS], PDBS, options, frozenset())
+    share = essentials.Shared()
+    shared = [essentials.pod(p, share) for p in PODS + PODS]
+    assert shared == [essentials.pod(p) for p in PODS + PODS]
+    alone = planner.plan_node(target, [essentials.pod(p) for p in PODS], PDBS, options, frozenset())
     assert planner.plan_node(target, shared[:len(PODS)], PDBS, options, frozenset()).decisions \
         == alone.decisions
 
 
 def test_equal_parts_of_different_pods_are_one_object():
-    share = gather.Shared()
-    first, second = (gather.essentials(pod(name, "apps", labels={"app": "web"}), share)
+    share = essentials.Shared()
+    first, second = (essentials.pod(pod(name, "apps", labels={"app": "web"}), share)
                      for name in ("web-1", "web-2"))
     for part in (lambda p: p["metadata"]["labels"], lambda p: p["spec"]["tolerations"],
                  lambda p: p["metadata"]["ownerReferences"], lambda p: p["spec"]["containers"],
                  lambda p: p["metadata"]["namespace"], lambda p: p["spec"]["nodeName"]):
         assert part(first) is part(second)
     assert first["metadata"]["name"] != second["metadata"]["name"]
-    other = gather.essentials(pod("db-1", "apps", labels={"app": "db"}), share)
+    other = essentials.pod(pod("db-1", "apps", labels={"app": "db"}), share)
     assert other["metadata"]["labels"] == {"app": "db"}
 
 
 def test_a_hash_collision_keeps_each_value_its_own():
-    share = gather.Shared()
+    share = essentials.Shared()
     kept = share.part({"app": "web"})
     # Make the key of an unequal value collide with the kept one's.
     colliding = {"app": "db"}

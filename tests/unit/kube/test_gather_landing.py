@@ -6,7 +6,7 @@ import pytest
 from kubectl_gpuisolate.core.planner import MOVE, STAY, PlanOptions
 from kubectl_gpuisolate.core.taints import Taint
 from kubectl_gpuisolate.errors import api_error
-from kubectl_gpuisolate.kube import gather
+from kubectl_gpuisolate.kube import essentials, gather
 
 from ..evict_fakes import WORKER, FakeCluster
 from ..factories import GPU_A, GPU_B, GPU_TAINT, GPU_TOLERATION, gpu_node, owner, pod
@@ -167,7 +167,7 @@ def test_the_landing_check_keeps_only_what_it_reads_of_a_node():
     big = gpu_node(GPU_B)
     big["metadata"]["annotations"] = {"x": "y" * 1000}
     big["status"]["nodeInfo"] = {"kernelVersion": "5"}
-    found = gather._node_essentials(big)
+    found = essentials.landing_node(big)
     assert found == {"metadata": {"name": GPU_B, "labels": big["metadata"]["labels"]},
                      "spec": big["spec"], "status": {"capacity": big["status"]["capacity"]}}
 

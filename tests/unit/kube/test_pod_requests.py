@@ -5,7 +5,7 @@ import json
 from urllib.parse import parse_qs, urlsplit
 
 from kubectl_gpuisolate.core.resources import pod_requests
-from kubectl_gpuisolate.kube import api
+from kubectl_gpuisolate.kube import api, essentials
 
 from ..factories import pod
 from .test_transport import Raw, make
@@ -53,8 +53,8 @@ def test_pod_requests_are_one_paginated_list_of_slim_pods():
 def test_the_slim_pod_requests_what_the_whole_pod_requests():
     whole = whole_pod()
     whole["spec"]["resources"] = {"requests": {"memory": "3Gi"}}
-    assert pod_requests(api.requests_only(whole)) == pod_requests(whole)
-    assert api.requests_only(pod("bare", owner_ref=None))["metadata"] == {"uid": "uid-default-bare"}
+    assert pod_requests(essentials.requests_only(whole)) == pod_requests(whole)
+    assert essentials.requests_only(pod("bare", owner_ref=None))["metadata"] == {"uid": "uid-default-bare"}
 
 
 def test_unscheduled_pods_are_the_pending_pods_bound_to_no_node():
