@@ -102,8 +102,10 @@ def landing_cluster(kube, run, movers, warn, cluster_nodes=None):
         all_nodes = pool.submit(kube.list_nodes) if cluster_nodes is None else None
         volumes = pool.submit(_volumes, kube, movers, warn)
         templates = pool.submit(_templates, kube, movers, warn)
-        everything = [essentials.landing_node(n) for n in
-                      (cluster_nodes if all_nodes is None else all_nodes.result())]
+        # Nodes the caller listed are already cut (essentials.node): copying them again would
+        # hold a second 5,000 small dicts at the limit.
+        everything = (list(cluster_nodes) if all_nodes is None else
+                      [essentials.landing_node(n) for n in all_nodes.result()])
         return landing.Cluster(
             nodes=tuple(everything), run=run,
             gpu=run | frozenset(n["metadata"]["name"] for n in gpu.gpu_nodes(everything)),
