@@ -1,6 +1,8 @@
 """kube/gather.py's landing check: what it reads (only when a pod would move), and how what it
 cannot read is left out with a warning, never a failed plan."""
 
+import threading
+
 import pytest
 
 from kubectl_gpuisolate.core.planner import MOVE, STAY, PlanOptions
@@ -189,9 +191,54 @@ def test_many_controllers_of_a_kind_are_read_with_one_list():
     pods, controllers = many_owners(gather.LIST_OWNERS + 1)
     cluster = Listing([gpu_node(GPU_A, taints=[GPU_TAINT])], pods, controllers=controllers)
     decisions, warnings = plans(cluster)
-    assert cluster.calls == ["list_nodes", "list_template_pins ReplicaSet"] and warnings == []
+    assert sorted(cluster.calls) == ["list_nodes", "list_template_pins ReplicaSet"] and warnings == []
     assert decisions["p-1"].reason == "nowhere-to-land"
     assert decisions["p-0"].action == MOVE
+
+
+class Ordered(Listing):
+    """The last node's pods are held until the controllers are listed (at most 5 s)."""
+
+    def __init__(self, *args, last, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.last, self.listed = last, threading.Event()
+
+    def list_template_pins(self, kind):
+        self.listed.set()
+        return super().list_template_pins(kind)
+
+    def list_pods_on_node(self, node_name, not_older_than=None):
+        if node_name == self.last:
+            self.listed.wait(5)
+            self._count(f"pods {node_name}")
+        return super().list_pods_on_node(node_name, not_older_than)
+
+
+def spread_owners(nodes, per_node):
+    """``per_node`` pods on each of ``nodes``, each of its own ReplicaSet."""
+    return [pod(f"p-{n}-{i}", owner_ref=owner(name=f"rs-{n}-{i}"), node_name=n)
+            for n in nodes for i in range(per_node)]
+
+
+def test_the_list_of_controllers_begins_while_pods_are_still_being_read():
+    names = [f"gpu-{i}" for i in range(40)]
+    cluster = Ordered([gpu_node(n, taints=[GPU_TAINT]) for n in names],
+                      spread_owners(names, gather.LIST_OWNERS // 10 + 1), last=names[-1])
+    decisions, warnings = plans(cluster, [cluster.get_node(n) for n in names])
+    calls = cluster.calls
+    assert calls.index("list_template_pins ReplicaSet") < calls.index(f"pods {names[-1]}")
+    assert cluster.calls.count("list_template_pins ReplicaSet") == 1 and warnings == []
+    assert "get_controller" not in cluster.calls
+    assert all(d.action == MOVE for d in decisions.values())
+
+
+def test_controllers_of_pods_that_stay_do_not_start_a_list():
+    pods = [pod(f"p-{i}", owner_ref=owner(name=f"rs-{i}"), tolerations=[GPU_TOLERATION])
+            for i in range(gather.LIST_OWNERS + 1)] + [pod("web", owner_ref=owner(name="web"))]
+    cluster = Listing([gpu_node(GPU_A, taints=[GPU_TAINT])], pods)
+    decisions, _ = plans(cluster)
+    assert "list_template_pins ReplicaSet" not in cluster.calls
+    assert cluster.calls.count("get_controller") == 1 and decisions["web"].action == MOVE
 
 
 def test_few_controllers_are_read_one_by_one():
@@ -211,3 +258,12 @@ def test_a_refused_list_of_controllers_falls_back_to_reading_each():
     decisions, warnings = plans(cluster)
     assert cluster.calls.count("get_controller") == gather.LIST_OWNERS + 1 and warnings == []
     assert decisions["p-1"].reason == "nowhere-to-land"
+
+
+def test_many_controllers_of_a_kind_that_cannot_be_listed_are_read_one_by_one():
+    pods = [pod(f"p-{i}", owner_ref=owner("Rollout", f"r-{i}", api_version="argoproj.io/v1alpha1"))
+            for i in range(gather.LIST_OWNERS + 1)]
+    cluster = Listing([gpu_node(GPU_A, taints=[GPU_TAINT])], pods)
+    plans(cluster)
+    assert "list_template_pins Rollout" not in cluster.calls
+    assert cluster.calls.count("get_controller") == gather.LIST_OWNERS + 1
