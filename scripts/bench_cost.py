@@ -23,6 +23,8 @@ class ServerCost:
 
     CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
     SETTLE = 20.0
+    DRAIN = 2.0
+    WINDOW = 5.0    # seconds of idle measured just before each command (rate_now)
 
     def __init__(self, state, kubectl, env, quiet=False):
         self.kubectl, self.env = kubectl, env
@@ -37,6 +39,7 @@ class ServerCost:
             return
         os.kill(self.kwok, signal.SIGSTOP)
         try:
+            time.sleep(self.DRAIN)      # what kwok sent last is served before anything is read
             yield
         finally:
             os.kill(self.kwok, signal.SIGCONT)
@@ -61,10 +64,19 @@ class ServerCost:
         cpu = self.cpu()
         return cpu - before[1], self.requests() - before[0]
 
+    def rate_now(self):
+        """(CPU seconds, requests) per second over the WINDOW just before a command: the
+        background taken off that command (the cluster's background drifts over minutes, so
+        one figure for the whole run over- or under-states it)."""
+        return self._rate(self.WINDOW)
+
+    def _rate(self, seconds):
+        before = self.before()
+        time.sleep(seconds)
+        cpu, requests = self.since(before)
+        return cpu / seconds, requests / seconds
+
     def idle(self, seconds=20.0):
         """(CPU seconds, requests) per second of the API server with no command running."""
         with self.held():
-            before = self.before()
-            time.sleep(seconds)
-            cpu, requests = self.since(before)
-        return cpu / seconds, requests / seconds
+            return self._rate(seconds)
