@@ -11,9 +11,10 @@ from pathlib import Path
 class ServerCost:
     """The API server's own cost of a command: the CPU seconds its process used (/proc) and the
     requests it served (the sum of apiserver_request_total on /metrics, which does not count the
-    scrapes themselves).  Both include the cluster's background (leases, controllers): ``idle``
-    measures its rate, which the report takes off each command for its wall time.  The scrapes are
-    outside the CPU readings.
+    scrapes themselves).  Both include the cluster's background (leases, controllers):
+    ``rate_now`` measures its rate just before each command, which the report takes off that
+    command for its wall time (``idle``, the rate at the start, is only reported).  The scrapes
+    are outside the CPU readings.
 
     With ``quiet``, kwok (the 5,000 simulated kubelets, most of that background: a lease renewal
     per node every ~50 s) is held (SIGSTOP) while the idle rate and each command are measured,
