@@ -158,6 +158,12 @@ class RuleContext:
             return None
         return landing.land(self.pod, self.cluster)
 
+    @cached_property
+    def gpu_resources(self) -> List[str]:
+        """The accelerator resources the pod asks for: three rules read them, for every pod
+        on every GPU node (150,000 reads at 5,000 nodes when each worked them out again)."""
+        return gpu.pod_gpu_resources(self.pod)
+
     def decision(self, action: str, reason: str, message: str, **extra: Any) -> PodDecision:
         owner = f"{self.owner_ref.get('kind')}/{self.owner_ref.get('name')}" if self.owner_ref else ""
         owner_uid = self.owner_ref.get("uid", "") if self.owner_ref else ""
@@ -224,7 +230,7 @@ def _resource_rule(pod: Obj, ctx: RuleContext, reason: str,
                    wanted: Callable[[str], bool]) -> Optional[PodDecision]:
     """The pod stays for ``reason`` when one of its accelerator resources is ``wanted``; the
     message names them all."""
-    names = gpu.pod_gpu_resources(pod)
+    names = ctx.gpu_resources
     return _consumer(ctx, reason, ", ".join(names)) if any(wanted(n) for n in names) else None
 
 
