@@ -5,7 +5,7 @@ Pure.
 """
 
 from dataclasses import dataclass
-from typing import Iterable, List, Optional
+from typing import Any, Dict, Iterable, List, Optional, Tuple
 
 from . import selectors
 from .gpu import Obj
@@ -57,3 +57,15 @@ def pdbs_for_pod(pod: Obj, pdbs: Iterable[Obj]) -> List[Obj]:
     return [p for p in pdbs
             if (p.get("metadata") or {}).get("namespace") == namespace
             and selectors.matches((p.get("spec") or {}).get("selector"), labels)]
+
+
+def pdb_blockers(plans: Iterable[Any]) -> List[PdbState]:
+    """The PDBs covering pods that would move and that allow no eviction now, by name
+    (``plans``: core.planner NodePlans)."""
+    seen: Dict[Tuple[str, str], PdbState] = {}
+    for plan in plans:
+        for decision in plan.misplaced:
+            for pdb in decision.pdbs:
+                if pdb.blocks_now or pdb.never_allows:
+                    seen[(pdb.namespace, pdb.name)] = pdb
+    return [seen[k] for k in sorted(seen)]

@@ -1,15 +1,14 @@
 """The eviction planner: which pods on a GPU node move, which stay, and why.
 
-Pure.  It takes the API's node, pod and PodDisruptionBudget dicts plus the
-options and returns a ``NodePlan`` per node: one ``PodDecision`` per pod with a
-reason code and a sentence.  ``status`` shows these verdicts and ``evacuate``
-acts on them, so what ``status`` says would move is exactly what moves.
+Pure.  It takes the API's node, pod and PodDisruptionBudget dicts plus the options and returns a
+``NodePlan`` per node: one ``PodDecision`` per pod with a reason code and a sentence.  ``status``
+shows these verdicts and ``evacuate`` acts on them, so what ``status`` says would move is exactly
+what moves.
 
-The decision chain mirrors kubectl drain's filter chain: ``RULES`` is an
-ordered tuple of small functions ``(pod, ctx) -> PodDecision or None``, the
-first that decides wins, and a pod no rule keeps goes to ``gated_or_move``.
-Its one extra rule at the heart: a pod that tolerates the GPU taint stays.
-A new rule is one function in ``RULES`` and one row in docs/design.md's table.
+The decision chain mirrors kubectl drain's filter chain: ``RULES`` is an ordered tuple of small
+functions ``(pod, ctx) -> PodDecision or None``, the first that decides wins, and a pod no rule
+keeps goes to ``gated_or_move``.  Its one extra rule at the heart: a pod that tolerates the GPU
+taint stays.  A new rule is one function in ``RULES`` and one row in docs/design.md's table.
 """
 
 from collections import Counter
@@ -19,6 +18,7 @@ from typing import Any, Callable, Dict, FrozenSet, Iterable, List, Optional, Seq
 
 from . import claims, gpu, landing, maintenance
 from .disruption import PdbState as PdbState
+from .disruption import pdb_blockers as pdb_blockers
 from .disruption import pdb_state as pdb_state
 from .disruption import pdbs_for_pod as pdbs_for_pod
 from .gpu import Obj
@@ -100,6 +100,13 @@ class NodePlan:
     def movable(self) -> List[PodDecision]:
         """Pods that do not belong on the node and can go: evacuate's to-do, gated or not."""
         return [d for d in self.decisions if d.action in (MOVE, BLOCKED)]
+
+    @property
+    def settled(self) -> Dict[Tuple[str, str], PodDecision]:
+        """By (namespace, name), the decisions the landing check cannot change: only the last rules
+        and gated_or_move read it, for a pod with a controller no earlier rule kept."""
+        return {(d.namespace, d.name): d for d in self.decisions
+                if not (d.owner and d.action in (MOVE, BLOCKED))}
 
     @property
     def stay_reasons(self) -> "Counter[str]":
@@ -355,8 +362,9 @@ def decide(pod: Obj, gpu_taints: Sequence[Obj], pdbs: Iterable[Obj], options: Pl
 def plan_node(node: Obj, pods: Iterable[Obj], pdbs: Iterable[Obj], options: PlanOptions,
               missing_daemonsets: Iterable[Tuple[str, str]] = frozenset(),
               cluster: Optional[landing.Cluster] = None,
-              resource_claims: Optional[claims.Claims] = None) -> NodePlan:
-    """The plan for one GPU node and the pods bound to it."""
+              resource_claims: Optional[claims.Claims] = None,
+              settled: Optional[Dict[Tuple[str, str], PodDecision]] = None) -> NodePlan:
+    """The plan for one GPU node and its pods; ``settled`` decisions (NodePlan.settled) stand."""
     spec = node.get("spec") or {}
     node_taints = spec.get("taints") or []
     must_tolerate = effective_gpu_taints(node_taints, options.managed_taint)
@@ -369,8 +377,9 @@ def plan_node(node: Obj, pods: Iterable[Obj], pdbs: Iterable[Obj], options: Plan
         by_namespace.setdefault((pdb.get("metadata") or {}).get("namespace"), []).append(pdb)
     for pod in sorted(pods, key=lambda p: (p["metadata"].get("namespace", ""), p["metadata"]["name"])):
         namespace_pdbs = by_namespace.get(pod["metadata"].get("namespace"), ())
-        plan.decisions.append(decide(pod, must_tolerate, namespace_pdbs, options, missing_daemonsets,
-                                     cluster, resource_claims))
+        earlier = (settled or {}).get((pod["metadata"].get("namespace", ""), pod["metadata"]["name"]))
+        plan.decisions.append(earlier or decide(pod, must_tolerate, namespace_pdbs, options,
+                                                missing_daemonsets, cluster, resource_claims))
     return plan
 
 
@@ -382,14 +391,3 @@ def daemonsets_to_check(pods: Iterable[Obj]) -> Set[Tuple[str, str]]:
         if ref is not None and is_daemonset_pod(pod):
             found.add((pod["metadata"].get("namespace", ""), ref.get("name", "")))
     return found
-
-
-def pdb_blockers(plans: Iterable[NodePlan]) -> List[PdbState]:
-    """The PDBs covering pods that would move and that allow no eviction now, by name."""
-    seen: Dict[Tuple[str, str], PdbState] = {}
-    for plan in plans:
-        for decision in plan.misplaced:
-            for pdb in decision.pdbs:
-                if pdb.blocks_now or pdb.never_allows:
-                    seen[(pdb.namespace, pdb.name)] = pdb
-    return [seen[k] for k in sorted(seen)]

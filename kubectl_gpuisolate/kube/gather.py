@@ -67,16 +67,16 @@ def build_plans(kube, nodes, options, *, check_daemonsets=True, not_older_than=N
                                              arrived=lists.arrived if landing_check else None)
         held = resource_claims(kube, [p for pods in pods_by_node.values() for p in pods], warn)
 
-        def plan_all(cluster=None):
-            return [planner.plan_node(node, pods_by_node[node["metadata"]["name"]], pdbs, options,
-                                      missing, cluster, held) for node in nodes]
-
-        plans = plan_all()
+        plans = [planner.plan_node(node, pods_by_node[node["metadata"]["name"]], pdbs, options,
+                                   missing, None, held) for node in nodes]
         movers = [pod for plan in plans for pod in _movers(plan, pods_by_node[plan.name])]
         if not landing_check or not movers:
             return plans
         run = frozenset(run or (n["metadata"]["name"] for n in nodes))
-        return plan_all(landing_cluster(kube, run, movers, warn, cluster_nodes, lists.started))
+        cluster = landing_cluster(kube, run, movers, warn, cluster_nodes, lists.started)
+        # Only the movers are decided again: the landing check changes no other decision.
+        return [planner.plan_node(node, pods_by_node[plan.name], pdbs, options, missing, cluster,
+                                  held, settled=plan.settled) for node, plan in zip(nodes, plans)]
 
 
 class TemplateLists:

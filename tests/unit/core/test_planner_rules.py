@@ -10,8 +10,8 @@ from kubectl_gpuisolate.core.planner import PlanOptions
 from kubectl_gpuisolate.core.taints import effective_gpu_taints
 
 from ..design_tables import code_names, design_rows
-from ..factories import GPU_TAINT
-from .test_planner import DECISION_CASES, MANAGED
+from ..factories import GPU_TAINT, gpu_node
+from .test_planner import CLUSTER, DECISION_CASES, GPU_ONLY_CLUSTER, MANAGED
 
 HEADING = "## The planner's decisions"
 FINAL = "gated_or_move"
@@ -81,3 +81,24 @@ def test_each_decision_comes_from_the_row_that_documents_it(the_pod, kwargs, act
 def test_every_documented_decision_has_a_case():
     seen = {(c.values[2], c.values[3]) for c in DECISION_CASES}
     assert set(documented()) <= seen
+
+
+@pytest.mark.parametrize("the_pod, kwargs, action, reason, flags, warning, pdb_names, message",
+                         DECISION_CASES)
+@pytest.mark.parametrize("cluster", [CLUSTER, GPU_ONLY_CLUSTER], ids=["cpu-workers", "gpu-only"])
+def test_a_plan_made_without_the_cluster_settles_only_what_the_landing_check_cannot_change(
+        the_pod, kwargs, action, reason, flags, warning, pdb_names, message, cluster):
+    """kube.gather plans once without the cluster, then decides only the rest again with it."""
+    kwargs = dict(kwargs)
+    kwargs.pop("cluster", None)
+    node = gpu_node(taints=list(kwargs.pop("node_taints", (GPU_TAINT,))))
+    pdbs, missing = list(kwargs.pop("pdbs", ())), kwargs.pop("missing", frozenset())
+    options = PlanOptions(MANAGED, **kwargs)
+    first = planner.plan_node(node, [the_pod], pdbs, options, missing)
+    again = planner.plan_node(node, [the_pod], pdbs, options, missing, cluster, settled=first.settled)
+    assert again.decisions == planner.plan_node(node, [the_pod], pdbs, options, missing, cluster).decisions
+    settled = bool(first.settled)
+    assert settled is not (first.decisions[0].action in (planner.MOVE, planner.BLOCKED)
+                           and bool(first.decisions[0].owner))
+    if settled:
+        assert again.decisions[0] is first.decisions[0]
