@@ -85,9 +85,10 @@ class TemplateLists:
     LIST_OWNERS controllers of one kind, _templates would list that kind anyway (at 5,000
     nodes the ReplicaSets' 27 pages, ~5 s, are then read beside the pods rather than after).
 
-    Each node is planned as it arrives without PDBs, DaemonSet checks or claims; that keeps
-    more pods than the real plan does, never fewer, so no list is started that the real plan
-    would not make."""
+    Each node's pods are planned as they arrive without PDBs, DaemonSet checks or claims; that
+    keeps more pods than the real plan does, never fewer, so no list is started that the real
+    plan would not make.  Only the pods whose controller is new and of a kind not yet listed
+    are planned (a decision is the pod's own): the rest cannot start a list."""
 
     def __init__(self, kube, options: planner.PlanOptions, pool: ThreadPoolExecutor):
         self.kube, self.options, self.pool = kube, options, pool
@@ -95,6 +96,9 @@ class TemplateLists:
         self.started: Dict[str, Future] = {}
 
     def arrived(self, node, pods):
+        pods = [p for p in pods if self._could_start_a_list(p)]
+        if not pods:
+            return
         plan = planner.plan_node(node, pods, (), self.options)
         for namespace, kind, name in _controllers(_movers(plan, pods)):
             if kind in self.started or kind not in CONTROLLER_PATHS:
@@ -103,6 +107,13 @@ class TemplateLists:
             seen.add((namespace, name))
             if len(seen) > LIST_OWNERS:
                 self.started[kind] = self.pool.submit(self.kube.list_template_pins, kind)
+
+    def _could_start_a_list(self, pod):
+        ref = planner.controller_of(pod)
+        if ref is None or ref.get("kind") in self.started or ref.get("kind") not in CONTROLLER_PATHS:
+            return False
+        key = (pod["metadata"].get("namespace", ""), ref.get("name", ""))
+        return key not in self.owners.get(ref.get("kind", ""), ())
 
 
 def resource_claims(kube, pods, warn):

@@ -267,3 +267,37 @@ def test_many_controllers_of_a_kind_that_cannot_be_listed_are_read_one_by_one():
     plans(cluster)
     assert "list_template_pins Rollout" not in cluster.calls
     assert cluster.calls.count("get_controller") == gather.LIST_OWNERS + 1
+
+
+
+class Submitted:
+    """A pool that records which kinds would be listed, and runs nothing."""
+
+    def __init__(self):
+        self.kinds = []
+
+    def submit(self, fn, kind):
+        self.kinds.append(kind)
+
+
+def test_the_early_pass_plans_only_pods_that_could_start_a_list(monkeypatch):
+    planned, real = [], gather.planner.plan_node
+
+    def counting(node, pods, *rest):
+        planned.extend(p["metadata"]["name"] for p in pods)
+        return real(node, pods, *rest)
+
+    monkeypatch.setattr(gather.planner, "plan_node", counting)
+    pool = Submitted()
+    lists = gather.TemplateLists(FakeCluster([], []), OPTIONS, pool)
+    node = gpu_node(GPU_A, taints=[GPU_TAINT])
+    lists.arrived(node, [pod("bare", owner_ref=None), pod("ds", owner_ref=owner("DaemonSet", "agent")),
+                         pod("rs-0", owner_ref=owner(name="rs-0"))])
+    lists.arrived(node, [pod("again", owner_ref=owner(name="rs-0"))])     # rs-0 is counted already
+    assert planned == ["rs-0"]
+    lists.arrived(node, [pod(f"p-{i}", owner_ref=owner(name=f"rs-{i}"))
+                         for i in range(1, gather.LIST_OWNERS + 1)])
+    assert pool.kinds == ["ReplicaSet"] and len(planned) == gather.LIST_OWNERS + 1
+    lists.arrived(node, [pod("late", owner_ref=owner(name="rs-late")),
+                         pod("db-0", owner_ref=owner("StatefulSet", "db"))])
+    assert planned[-1] == "db-0" and "late" not in planned                # ReplicaSets are listed already
