@@ -14,10 +14,12 @@ The Kube-like object is duck-typed: ``evict``, ``get_pod``,
 ``now()`` and ``sleep(seconds, stop_event)``.  Unit tests pass fakes of both.
 """
 
+import contextlib
 import random
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
+from collections import deque
+from concurrent.futures import Future, ThreadPoolExecutor
 
 from ..errors import ApiError, ConnectionFailed
 from ..flags import DryRun
@@ -119,17 +121,20 @@ def _send(kube, target, version, grace_period, dry_run):
 
 
 def evict_pod(kube, node, target, *, halt, dry_run=DryRun.NONE, grace_period=-1,
-              backoff=EVICTIONS, rng=None, audit=None):
+              backoff=EVICTIONS, rng=None, audit=None, slots=None):
     """Evicts one pod of ``node`` (a NodeEvacuation), retrying with backoff until the server
-    accepts, the pod is gone, a verdict ends it, or ``halt`` stops the run."""
+    accepts, the pod is gone, a verdict ends it, or ``halt`` stops the run.  ``slots`` (a
+    semaphore) is held for each request only, never while backing off."""
     rng = rng or random.Random()
+    slots = slots or contextlib.nullcontext()
     audit = audit or NO_AUDIT
     if node.state_of(target.uid) == GONE:
         return
     node.set_state(target.uid, EVICTING, say=f"evicting pod {target.ref}{dry_run.suffix}")
     attempt, version = 0, target.resource_version
     while True:
-        verdict, version = _send(kube, target, version, grace_period, dry_run)
+        with slots:
+            verdict, version = _send(kube, target, version, grace_period, dry_run)
         if verdict is None:
             if dry_run is DryRun.NONE:
                 node.set_state(target.uid, EVICTED, say=f"evicted pod {target.ref}")
@@ -153,9 +158,14 @@ def evict_pod(kube, node, target, *, halt, dry_run=DryRun.NONE, grace_period=-1,
 # -- nodes ----------------------------------------------------------------------------------------
 class Evictor:
     """Evacuates nodes, one call of ``evacuate_node`` per node (callable from several threads):
-    a pool of at most ``max_parallel`` evictions and one lock per PodDisruptionBudget, shared
-    by every node, so a PDB spanning nodes still sees one eviction at a time.  ``audit`` (an
-    ``audit.Audit``) hears of the evictions and PDB refusals; None writes no events."""
+    at most ``max_parallel`` eviction requests in flight, and one chain per PodDisruptionBudget,
+    shared by every node, so a PDB spanning nodes still sees one eviction at a time.  ``audit``
+    (an ``audit.Audit``) hears of the evictions and PDB refusals; None writes no events.
+
+    A chain is a thread of its own that takes its PDB's pods in turn, whichever node they are
+    on: a pod waiting for its budget, or for the pod before it to be gone, holds no request
+    slot and no pool worker, so other budgets' pods go on meanwhile.  The pods under no single
+    PDB are lanes of one pod each, on a pool of ``max_parallel`` workers."""
 
     def __init__(self, kube, *, halt=None, dry_run=DryRun.NONE, grace_period=-1, max_parallel=8,
                  progress=None, rng=None, backoff=EVICTIONS, poll_interval=1.0, watch_window=5.0,
@@ -164,12 +174,13 @@ class Evictor:
         self.halt = halt or Halt()
         self._dry_run = dry_run
         self._eviction = dict(halt=self.halt, dry_run=dry_run, grace_period=grace_period,
-                              backoff=backoff, rng=rng or random.Random(), audit=audit)
+                              backoff=backoff, rng=rng or random.Random(), audit=audit,
+                              slots=threading.BoundedSemaphore(max_parallel))
         self._progress = progress or (lambda message: None)
         self._say_lock = threading.Lock()
         self._watching = dict(poll=poll_interval, window=watch_window)
-        self._pdb_locks = {}
-        self._locks_lock = threading.Lock()
+        self._chains = {}               # PDB key -> deque of (run, target, Future) to evict in turn
+        self._chains_lock = threading.Lock()
         self._pool = ThreadPoolExecutor(max_workers=max_parallel, thread_name_prefix="evict")
 
     def close(self):
@@ -179,9 +190,33 @@ class Evictor:
         with self._say_lock:
             self._progress(message)
 
-    def _pdb_lock(self, key):
-        with self._locks_lock:
-            return self._pdb_locks.setdefault(key, threading.Lock())
+    def _enqueue(self, pdb_key, run, target):
+        """A Future done once the target's turn in its PDB's chain is over; starts the chain."""
+        done: "Future[None]" = Future()
+        with self._chains_lock:
+            waiting = self._chains.get(pdb_key)
+            if waiting is None:
+                waiting = self._chains[pdb_key] = deque()
+                threading.Thread(target=self._run_chain, args=(pdb_key,), daemon=True,
+                                 name=f"evict-pdb-{pdb_key[0]}/{pdb_key[1]}").start()
+            waiting.append((run, target, done))
+        return done
+
+    def _run_chain(self, pdb_key):
+        """Evicts a PDB's pods one after another, each once the one before it is gone; ends
+        when none is waiting."""
+        while True:
+            with self._chains_lock:
+                waiting = self._chains[pdb_key]
+                if not waiting:
+                    del self._chains[pdb_key]
+                    return
+                run, target, done = waiting.popleft()
+            try:
+                if not self.halt.halted():
+                    self._evict(run, target, wait_gone=True)
+            finally:
+                done.set_result(None)
 
     def evacuate_node(self, node, targets):
         """Evicts the targets (waiting for terminating ones) and returns one Outcome per target.
@@ -193,8 +228,12 @@ class Evictor:
         if self._dry_run is DryRun.NONE and targets:
             watcher = GoneWatcher(self._kube, run, self.halt, say=self._say, **self._watching)
             threading.Thread(target=watcher.run, name=f"watch-{node}", daemon=True).start()
-        futures = [self._pool.submit(self._run_lane, run, key, members)
-                   for key, members in lanes(t for t in targets if not t.terminating)]
+        futures = []
+        for key, members in lanes(t for t in targets if not t.terminating):
+            if key is None:
+                futures += [self._pool.submit(self._run_solo, run, t) for t in members]
+            else:
+                futures += [self._enqueue(key, run, t) for t in members]
         for future in futures:
             future.add_done_callback(lambda _future: run.wake())
         self._wait(run, futures)
@@ -216,24 +255,19 @@ class Evictor:
                 run.cond.wait(TICK)
             run.finished = True
 
-    def _run_lane(self, run, pdb_key, targets):
-        """Evicts the targets one after another; a PDB's pods share one lane and one lock."""
-        for target in targets:
-            if self.halt.halted():
-                return
-            lock = self._pdb_lock(pdb_key) if pdb_key else None
-            while lock and not lock.acquire(timeout=TICK):
-                if self.halt.halted():
-                    return
-            try:
-                evict_pod(self._kube, run, target, **self._eviction)
-                run.say_deferred_gone(target.uid)
-                if lock:  # one disruption at a time per PDB: wait for this pod to be gone
-                    with run.cond:
-                        while run.state_of(target.uid) == EVICTED and not self.halt.halted():
-                            run.cond.wait(TICK)
-            except Exception as exc:  # a bug: report it on the pod instead of hanging the node
-                run.set_state(target.uid, FAILED, f"internal error ({type(exc).__name__}: {exc})")
-            finally:
-                if lock:
-                    lock.release()
+    def _run_solo(self, run, target):
+        if not self.halt.halted():
+            self._evict(run, target, wait_gone=False)
+
+    def _evict(self, run, target, *, wait_gone):
+        """Evicts one target; with ``wait_gone`` (one disruption at a time per PDB), returns
+        only once the pod is gone or the run stops."""
+        try:
+            evict_pod(self._kube, run, target, **self._eviction)
+            run.say_deferred_gone(target.uid)
+            if wait_gone:
+                with run.cond:
+                    while run.state_of(target.uid) == EVICTED and not self.halt.halted():
+                        run.cond.wait(TICK)
+        except Exception as exc:  # a bug: report it on the pod instead of hanging the node
+            run.set_state(target.uid, FAILED, f"internal error ({type(exc).__name__}: {exc})")

@@ -269,6 +269,31 @@ def test_one_eviction_at_a_time_per_pdb_others_in_parallel():
     assert meter.peak["total"] >= 3
 
 
+class WaitingClock(FakeClock):
+    """A lane's first backoff lasts (for real, at most 2 s) until ``event`` is set."""
+
+    def __init__(self, event):
+        super().__init__()
+        self.event, self.first = event, True
+
+    def sleep(self, seconds, stop):
+        if self.first and threading.current_thread().name.startswith("evict"):
+            self.first = False
+            self.event.wait(2)
+        super().sleep(seconds, stop)
+
+
+def test_a_pod_backing_off_holds_no_slot_so_other_pods_go_meanwhile():
+    x_sent = threading.Event()
+    fake = FakeNode(["w1", "x"], script={"w1": [pdb_429(has=1), OK]},
+                    on_evict=lambda name: name == "x" and x_sent.set())
+    outcomes, _, _ = run_node(fake, [target("w1", pdbs=("web",)), target("x")], max_parallel=1,
+                              clock=WaitingClock(x_sent))
+    assert {o.state for o in outcomes.values()} == {GONE}
+    sent = [call[1] for call in fake.calls]
+    assert sorted(sent) == ["w1", "w1", "x"] and sent.index("x") < 2   # x went during w1's backoff
+
+
 def test_the_next_pod_of_a_pdb_waits_until_the_previous_one_is_gone():
     seen = []
     fake = FakeNode(["a1", "a2", "a3"], linger=2)
