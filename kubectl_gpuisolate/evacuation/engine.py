@@ -23,7 +23,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 
 from ..errors import ApiError, ConnectionFailed
 from ..flags import DryRun
-from ..kube.retry import EVICTIONS
+from ..kube.retry import EVICTIONS, PDB_EVICTIONS
 from .audit import Audit
 from .plan import lanes
 from .policy import Kind, after_conflict, classify
@@ -121,9 +121,10 @@ def _send(kube, target, version, grace_period, dry_run):
 
 
 def evict_pod(kube, node, target, *, halt, dry_run=DryRun.NONE, grace_period=-1,
-              backoff=EVICTIONS, rng=None, audit=None, slots=None):
+              backoff=EVICTIONS, pdb_backoff=PDB_EVICTIONS, rng=None, audit=None, slots=None):
     """Evicts one pod of ``node`` (a NodeEvacuation), retrying with backoff until the server
-    accepts, the pod is gone, a verdict ends it, or ``halt`` stops the run.  ``slots`` (a
+    accepts, the pod is gone, a verdict ends it, or ``halt`` stops the run: ``pdb_backoff``
+    after a PodDisruptionBudget's refusal, ``backoff`` after any other.  ``slots`` (a
     semaphore) is held for each request only, never while backing off."""
     rng = rng or random.Random()
     slots = slots or contextlib.nullcontext()
@@ -148,7 +149,8 @@ def evict_pod(kube, node, target, *, halt, dry_run=DryRun.NONE, grace_period=-1,
         if ON_VERDICT[verdict.kind](node, target, verdict, dry_run) or \
                 node.state_of(target.uid) == GONE:
             return
-        if not halt.pause(backoff.delay(attempt, rng, verdict.retry_after)):
+        waits = pdb_backoff if verdict.kind is Kind.PDB else backoff
+        if not halt.pause(waits.delay(attempt, rng, verdict.retry_after)):
             return
         attempt += 1
         if node.state_of(target.uid) == GONE:   # the watch saw it leave while we waited

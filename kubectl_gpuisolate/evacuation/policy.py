@@ -25,7 +25,8 @@ After a conflict the engine reads the pod; ``after_conflict`` judges what it rea
 | the same UID, terminating                  | terminating: wait for it                     |
 | the same UID, not terminating              | retry                                        |
 
-The wait between retries is ``kube.retry.EVICTIONS``, a ``Backoff``.
+The wait between retries is a ``kube.retry.Backoff``: ``PDB_EVICTIONS`` after a budget's refusal,
+``EVICTIONS`` after any other.
 """
 
 import enum

@@ -43,3 +43,9 @@ NODE_WRITES = Backoff(initial=0.3, factor=1.0, cap=0.3, jitter=0.8, retry_after_
 # Evictions a PDB or the server refused (evacuation/engine.py): 0.5-1 s, doubling to 8-16 s;
 # the engine's deadline bounds the total, so the server's Retry-After is honoured in full.
 EVICTIONS = Backoff()
+
+# Evictions a PodDisruptionBudget refused (429 with a DisruptionBudget cause, which carries no
+# Retry-After): the budget allows the next one as soon as the pod evicted before is replaced and
+# healthy, usually within a second or two, and the engine retries only one pod per budget at a
+# time, so the wait stays short: 0.25-0.5 s, growing by half, at most 1-2 s (kubectl drain: 5 s).
+PDB_EVICTIONS = Backoff(initial=0.5, factor=1.5, cap=2.0)

@@ -24,6 +24,7 @@ from kubectl_gpuisolate.evacuation.state import (
     NodeEvacuation,
 )
 from kubectl_gpuisolate.flags import DryRun
+from kubectl_gpuisolate.kube import retry
 from kubectl_gpuisolate.kube.retry import Backoff
 
 from ..evict_fakes import (
@@ -87,8 +88,15 @@ def test_pdb_429_is_retried_and_reported_only_when_its_status_changes():
                        "pod default/a blocked by PDB default/web: needs 2 healthy, has 1"]
     sleeps = clock.lane_sleeps()
     assert len(sleeps) == 6
-    assert all(s <= Backoff().cap for s in sleeps)
-    assert sleeps[4] > Backoff().ceiling(2)     # grew past the third ceiling
+    assert all(s <= retry.PDB_EVICTIONS.cap for s in sleeps)   # a budget's refusal: short waits
+    assert sleeps[4] > retry.PDB_EVICTIONS.ceiling(1)             # that grow
+
+
+def test_other_refusals_back_off_longer_than_a_budgets():
+    fake = FakeNode(["a"], script={"a": [throttled()] * 5 + [OK]})
+    outcomes, _, clock = run_node(fake, [target("a", pdbs=("web",))])
+    assert outcomes["a"].state == GONE
+    assert max(clock.lane_sleeps()) > retry.PDB_EVICTIONS.cap
 
 
 def test_throttling_and_server_errors_are_retried():

@@ -36,3 +36,4 @@ def test_the_callers_instances():
     assert retry.NODE_WRITES.delay(0, FixedRandom(0.0)) == pytest.approx(0.06)
     assert retry.REQUESTS.retry_after_cap == retry.NODE_WRITES.retry_after_cap == 10
     assert retry.EVICTIONS == Backoff() and retry.EVICTIONS.retry_after_cap is None
+    assert [retry.PDB_EVICTIONS.ceiling(n) for n in range(6)] == [0.5, 0.75, 1.125, 1.6875, 2, 2]
