@@ -11,7 +11,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 BEGIN, END = "<!-- bench:begin (written by scripts/bench; edit outside) -->", "<!-- bench:end -->"
-BUDGETS = {"seed": 1.5, "scale": 0.5, "rss_mb": 150.0, "evacuate": 1.0,
+BUDGETS = {"seed": 1.0, "scale": 0.5, "rss_mb": 150.0, "evacuate": 1.0,
            "limit": 0.1, "limit_rss_mb": 100.0, "limit_server_cpu": 0.3, "limit_evacuate": 0.2}
 
 
