@@ -40,8 +40,9 @@ REQUESTS = Backoff(initial=0.25, factor=2.0, cap=5.0, jitter=0.4, retry_after_ca
 # another writer is usually done at once; a Retry-After waits at most 10 s.
 NODE_WRITES = Backoff(initial=0.3, factor=1.0, cap=0.3, jitter=0.8, retry_after_cap=10.0)
 
-# Evictions a PDB or the server refused (evacuation/engine.py): 0.5-1 s, doubling to 8-16 s;
-# the engine's deadline bounds the total, so the server's Retry-After is honoured in full.
+# Evictions the server refused, but not because of a PDB (evacuation/engine.py): 0.5-1 s,
+# doubling to 8-16 s; the engine's deadline bounds the total, so the server's Retry-After is
+# honoured in full.
 EVICTIONS = Backoff()
 
 # Evictions a PodDisruptionBudget refused (429 with a DisruptionBudget cause, which carries no
