@@ -365,6 +365,7 @@ def plan_node(node: Obj, pods: Iterable[Obj], pdbs: Iterable[Obj], options: Plan
               resource_claims: Optional[claims.Claims] = None,
               settled: Optional[Dict[Tuple[str, str], PodDecision]] = None) -> NodePlan:
     """The plan for one GPU node and its pods; ``settled`` decisions (NodePlan.settled) stand."""
+    settled = settled or {}
     spec = node.get("spec") or {}
     node_taints = spec.get("taints") or []
     must_tolerate = effective_gpu_taints(node_taints, options.managed_taint)
@@ -377,9 +378,10 @@ def plan_node(node: Obj, pods: Iterable[Obj], pdbs: Iterable[Obj], options: Plan
         by_namespace.setdefault((pdb.get("metadata") or {}).get("namespace"), []).append(pdb)
     for pod in sorted(pods, key=lambda p: (p["metadata"].get("namespace", ""), p["metadata"]["name"])):
         namespace_pdbs = by_namespace.get(pod["metadata"].get("namespace"), ())
-        earlier = (settled or {}).get((pod["metadata"].get("namespace", ""), pod["metadata"]["name"]))
-        plan.decisions.append(earlier or decide(pod, must_tolerate, namespace_pdbs, options,
-                                                missing_daemonsets, cluster, resource_claims))
+        earlier = settled.get((pod["metadata"].get("namespace", ""), pod["metadata"]["name"]))
+        plan.decisions.append(earlier if earlier is not None else
+                              decide(pod, must_tolerate, namespace_pdbs, options, missing_daemonsets,
+                                     cluster, resource_claims))
     return plan
 
 
