@@ -151,12 +151,16 @@ class Kube:
         return self._transport.get(f"/api/v1/namespaces/{namespace}/pods/{name}",
                                    what=f"reading pod {namespace}/{name}")
 
-    def list_pod_requests(self):
-        """Every pod not Succeeded or Failed, cluster-wide, in one paginated list, each kept as
-        ``essentials.requests_only`` keeps it as its page arrives: what the fit check and the replacement
-        watch read (core/resources.py), in a fraction of the memory of whole pods."""
-        params = {"fieldSelector": "status.phase!=Succeeded,status.phase!=Failed"}
-        return self._transport.list_all("/api/v1/pods", params, what="listing pods",
+    def list_pod_requests(self, node_name=None):
+        """The pods not Succeeded or Failed, cluster-wide in one paginated list (or only those
+        bound to ``node_name``), each kept as ``essentials.requests_only`` keeps it as its page
+        arrives: what the fit check reads (core/resources.py), in a fraction of the memory of
+        whole pods."""
+        selector = "status.phase!=Succeeded,status.phase!=Failed"
+        if node_name is not None:
+            selector = f"spec.nodeName={node_name},{selector}"
+        what = f"listing pods on node {node_name}" if node_name is not None else "listing pods"
+        return self._transport.list_all("/api/v1/pods", {"fieldSelector": selector}, what=what,
                                         keep=essentials.requests_only)[0]
 
     def list_unscheduled_pods(self):

@@ -252,7 +252,7 @@ class FakeCluster:
         self.script = {k: list(v) for k, v in (script or {}).items()}
         self.on_evict = on_evict
         self.log = []
-        self.reads = []                     # the cluster-wide pod lists made, in order
+        self.reads = []                     # the pod lists of the fit check and replacement watch, in order
         self.pauses = []                    # the seconds of each pause(); on_pause(self) after each
         self.on_pause = None
         self.events = {}
@@ -300,11 +300,12 @@ class FakeCluster:
             events, self.events[node_name] = self.events.get(node_name, []), []
         yield from events
 
-    def list_pod_requests(self):
+    def list_pod_requests(self, node_name=None):
         with self.lock:
-            self.reads.append("pod requests")
+            self.reads.append("pod requests" + (f" on {node_name}" if node_name is not None else ""))
             return [requests_only(p) for p in self.pods
-                    if (p.get("status") or {}).get("phase") not in ("Succeeded", "Failed")]
+                    if (p.get("status") or {}).get("phase") not in ("Succeeded", "Failed")
+                    and node_name in (None, p["spec"].get("nodeName"))]
 
     def list_unscheduled_pods(self):
         with self.lock:

@@ -60,8 +60,7 @@ def test_a_landing_set_short_of_cpu_is_one_warning():
     both = [decision("web-3", ["cpu-1", "cpu-2"]), decision("web-4", ["cpu-2", "cpu-1"])]
     before, said = fit(cluster, [plan(*both)])
     assert said == []                                    # 3.5 CPU needed, 3.5 free: it fits
-    assert "uid-apps-web-3" in before and "uid-default-busy-1" in before
-    assert "uid-default-done" not in before              # Succeeded and Failed pods are not listed
+    assert cluster.reads == ["pod requests", "unscheduled pods"] and before == frozenset()
     cluster.pods[-1]["spec"]["containers"][0]["resources"]["requests"]["cpu"] = "1600m"
     _, said = fit(cluster, [plan(both[0]), plan(both[1])])
     assert said == ["Warning: 2 pods need 3.6 CPU; their landing nodes have 3.5 free "
@@ -89,20 +88,48 @@ def test_pods_with_room_enough_raise_no_warning():
     assert said == []
 
 
+def refuse(*args):
+    raise ConnectionFailed("cannot reach the API server")
+
+
 def test_a_failed_read_is_a_warning_not_a_failed_run():
     cluster = fit_cluster()
-
-    def refuse():
-        raise ConnectionFailed("cannot reach the API server")
     cluster.list_pod_requests = refuse
     before, said = fit(cluster, [plan(decision("web-3", ["cpu-1"]))])
-    assert before is None and said == [
+    assert before == frozenset() and said == [
         "Warning: could not read the pods and nodes to check whether the moving pods fit where "
-        "they can land, nor watch their replacements: cannot reach the API server"]
+        "they can land: cannot reach the API server"]
+    cluster.list_unscheduled_pods = refuse
+    before, said = fit(cluster, [plan(decision("web-3", []))])
+    assert before is None and said == [
+        "Warning: could not list the unscheduled pods, so the moved pods' replacements will not "
+        "be watched: cannot reach the API server"]
+
+
+def test_the_baseline_of_the_replacement_watch_is_the_unscheduled_pods():
+    cluster = fit_cluster()
+    cluster.pods.append(unschedulable_replacement("web-5d4f8-old", "apps"))
+    before, _ = fit(cluster, [plan(decision("web-3", []))])
+    assert before == {"uid-apps-web-5d4f8-old"} and cluster.reads == ["unscheduled pods"]
+
+
+def test_the_pods_are_listed_per_node_when_the_nodes_to_read_are_few():
+    cluster = fit_cluster()
+    for i in range(4):                                   # 9 nodes: 3 to read is a third of them
+        cluster.nodes[f"idle-{i}"] = cpu_node(f"idle-{i}")
+    both = [decision("web-3", ["cpu-1", "cpu-2"]), decision("web-4", ["cpu-2", "cpu-1"])]
+    cluster.pods[-1]["spec"]["containers"][0]["resources"]["requests"]["cpu"] = "1600m"
+    _, said = fit(cluster, [plan(*both)], "--dry-run=client")
+    assert sorted(cluster.reads) == [f"pod requests on {n}" for n in ("cpu-1", "cpu-2", GPU_A)]
+    assert said == ["Warning: 2 pods need 3.6 CPU; their landing nodes have 3.5 free "
+                    "(cpu-1, cpu-2); some replacements may stay Pending"]
+    cluster.reads.clear()
+    fit(cluster, [plan(decision("web-3", sorted(cluster.nodes)[:5]))], "--dry-run=client")
+    assert cluster.reads == ["pod requests"]             # 6 of 9: one cluster-wide list
 
 
 @pytest.mark.parametrize("argv, reads", [(["--dry-run=client"], []), (["--dry-run=server"], []),
-                                         ([], ["pod requests"])])
+                                         ([], ["unscheduled pods"])])
 def test_without_landing_nodes_only_a_real_run_reads_the_pods(argv, reads):
     cluster = fit_cluster()
     _, said = fit(cluster, [plan(decision("web-3", []))], *argv)
@@ -129,7 +156,7 @@ def test_the_fit_warning_comes_before_the_first_eviction():
     first_eviction = next(i for i, line in enumerate(lines) if "evicting pod" in line)
     assert warning < first_eviction and code == EXIT_OK
     assert lines[warning] == SHORT
-    assert cluster.reads[0] == "pod requests"
+    assert cluster.reads[:2] == ["pod requests", "unscheduled pods"]
 
 
 @pytest.mark.parametrize("dry_run", ["--dry-run=client", "--dry-run=server"])
@@ -156,7 +183,7 @@ def test_an_unschedulable_replacement_is_reported_and_the_exit_code_kept():
     assert line in lines and code == EXIT_OK
     assert lines.index(line) > next(i for i, x in enumerate(lines) if "evicted pod apps/web-1" in x)
     assert "Replacements the scheduler marked Unschedulable:" in out and "apps/web-5d4f8-new" in out
-    assert cluster.reads[0] == "pod requests" and cluster.reads[1:] == ["unscheduled pods"] * 31
+    assert cluster.reads == ["pod requests"] + ["unscheduled pods"] * 32
 
 
 def test_a_replacement_from_before_the_run_is_not_one():
@@ -164,7 +191,7 @@ def test_a_replacement_from_before_the_run_is_not_one():
     pods.append(unschedulable_replacement("web-5d4f8-old", "apps"))
     cluster = FakeCluster(nodes, pods)
     code, out, err = execute(cluster, GPU_A)
-    assert "Unschedulable" not in err + out and cluster.reads.count("unscheduled pods") == 2
+    assert "Unschedulable" not in err + out and cluster.reads.count("unscheduled pods") == 3
 
 
 def test_pods_of_other_controllers_are_not_watched():

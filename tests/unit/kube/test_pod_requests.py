@@ -61,3 +61,11 @@ def test_unscheduled_pods_are_the_pending_pods_bound_to_no_node():
     conn, pool, _ = make([page([whole_pod()])])
     assert api.Kube(conn).list_unscheduled_pods() == [whole_pod()]
     assert query(pool.sent[0][1])["fieldSelector"] == "spec.nodeName=,status.phase=Pending"
+
+
+def test_pod_requests_of_one_node_select_it_too():
+    conn, pool, _ = make([page([pod("db-0", node_name="cpu-1")])])
+    pods = api.Kube(conn).list_pod_requests("cpu-1")
+    assert query(pool.sent[0][1])["fieldSelector"] == \
+        "spec.nodeName=cpu-1,status.phase!=Succeeded,status.phase!=Failed"
+    assert pods == [essentials.requests_only(pod("db-0", node_name="cpu-1"))]
