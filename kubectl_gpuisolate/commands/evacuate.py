@@ -44,11 +44,8 @@ from ..core import planner
 from ..core.noexecute import PREFER_NO_SCHEDULE
 from ..core.taints import DEFAULT_TAINT, Taint, parse_taint
 from ..errors import EXIT_FENCED, EXIT_INCOMPLETE, EXIT_OK, EXIT_PREFLIGHT, Interrupted, UsageError
-from ..evacuation.audit import WRITERS as EVENT_WRITERS
-from ..evacuation.run import Evacuation, NothingToDo
 from ..flags import DryRun, add_dry_run_flag, add_output_flag, parse_dry_run, parse_duration
 from ..interrupts import graceful
-from ..output.evacuate import render
 from .common import IO, NodeTarget, OnNodes, add_node_flags
 
 if TYPE_CHECKING:
@@ -110,6 +107,7 @@ class EvacuateOptions(OnNodes):
     def pool_size(self):
         # Evictions, plus per node slot its watch and the watches of finished nodes that
         # are still in their (5s) window, plus the planner's reads, plus the event writers.
+        from ..evacuation.audit import WRITERS as EVENT_WRITERS
         return self.max_parallel + 4 * self.parallel_nodes + 8 + EVENT_WRITERS
 
     # The engine (evacuation/run.py) reads the target's fields from the options.
@@ -172,6 +170,10 @@ def exit_code(results):
 def execute(kube, options, *, out, err, clock=None, stop=None, **engine_args):
     """Evacuates, writes the summary (or the plan) to ``out`` and returns the exit code; the
     caller turns a set ``stop`` into Interrupted."""
+    # The engine and its output are imported here, not at the top: every command's parser is
+    # built on each run, and no other command needs them.
+    from ..evacuation.run import Evacuation
+    from ..output.evacuate import render
     results = Evacuation(kube, options, out=out, err=err, clock=clock, stop=stop,
                          **engine_args).run()
     out.write(render(results, options))
@@ -179,6 +181,7 @@ def execute(kube, options, *, out, err, clock=None, stop=None, **engine_args):
 
 
 def run(options: EvacuateOptions, kube: "KubeApi", io: IO) -> int:
+    from ..evacuation.run import NothingToDo
     stop = threading.Event()
     # Everything that talks to the cluster runs inside graceful(): the first signal sets stop
     # (a request in flight, e.g. to a hung server, may finish first); a second one ends it.

@@ -324,6 +324,15 @@ def test_build_parser_imports_neither_kubernetes_nor_urllib3():
     assert proc.returncode == 0, proc.stderr
 
 
+def test_build_parser_imports_no_engine():
+    """Every run builds every command's parser: evacuate's engine and output wait for its run."""
+    probe = ("import sys; from kubectl_gpuisolate.cli import build_parser; build_parser(); "
+             "print(' '.join(m for m in sys.modules if m.startswith(('kubectl_gpuisolate.evacuation', "
+             "'kubectl_gpuisolate.output.evacuate'))))")
+    proc = run_python(["-c", probe])
+    assert proc.returncode == 0 and proc.stdout.split() == [], proc.stderr + proc.stdout
+
+
 @pytest.mark.parametrize("argv, code", [
     (["--help"], 0),
     (["status", "--taint", "bad"], EXIT_USAGE),
