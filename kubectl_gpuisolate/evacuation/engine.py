@@ -165,12 +165,9 @@ class Evictor:
     (an ``audit.Audit``) hears of the evictions and PDB refusals; None writes no events.
 
     A chain is a thread of its own that takes its PDB's pods in turn, whichever node they are
-    on, the next as soon as the server accepted the eviction before it: the budget, not the
-    chain, says when the next may go (a budget that allows several disruptions lets several
-    pods terminate at once, and one that allows one refuses until the pod before is replaced,
-    whether or not it is gone yet).  A pod waiting for its budget holds no request slot and no
-    pool worker, so other budgets' pods go on meanwhile.  The pods under no single PDB are
-    lanes of one pod each, on a pool of ``max_parallel`` workers."""
+    on: a pod waiting for its budget, or for the pod before it to be gone, holds no request
+    slot and no pool worker, so other budgets' pods go on meanwhile.  The pods under no single
+    PDB are lanes of one pod each, on a pool of ``max_parallel`` workers."""
 
     def __init__(self, kube, *, halt=None, dry_run=DryRun.NONE, grace_period=-1, max_parallel=8,
                  progress=None, rng=None, backoff=EVICTIONS, poll_interval=1.0, watch_window=5.0,
@@ -208,8 +205,8 @@ class Evictor:
         return done
 
     def _run_chain(self, pdb_key):
-        """Evicts a PDB's pods one after another, each once the server accepted the one before
-        it (or gave up on it); ends when none is waiting."""
+        """Evicts a PDB's pods one after another, each once the one before it is gone; ends
+        when none is waiting."""
         while True:
             with self._chains_lock:
                 waiting = self._chains[pdb_key]
@@ -219,7 +216,7 @@ class Evictor:
                 run, target, done = waiting.popleft()
             try:
                 if not self.halt.halted():
-                    self._evict(run, target)
+                    self._evict(run, target, wait_gone=True)
             finally:
                 done.set_result(None)
 
@@ -262,13 +259,17 @@ class Evictor:
 
     def _run_solo(self, run, target):
         if not self.halt.halted():
-            self._evict(run, target)
+            self._evict(run, target, wait_gone=False)
 
-    def _evict(self, run, target):
-        """Evicts one target: returns once the server accepted, a verdict ended it, or the run
-        stopped (the node's wait, not this, sees it gone)."""
+    def _evict(self, run, target, *, wait_gone):
+        """Evicts one target; with ``wait_gone`` (one disruption at a time per PDB), returns
+        only once the pod is gone or the run stops."""
         try:
             evict_pod(self._kube, run, target, **self._eviction)
             run.say_deferred_gone(target.uid)
+            if wait_gone:
+                with run.cond:
+                    while run.state_of(target.uid) == EVICTED and not self.halt.halted():
+                        run.cond.wait(TICK)
         except Exception as exc:  # a bug: report it on the pod instead of hanging the node
             run.set_state(target.uid, FAILED, f"internal error ({type(exc).__name__}: {exc})")

@@ -1,0 +1,124 @@
+"""Seeing a PodDisruptionBudget allow an eviction again, so a refused pod is retried then.
+
+A budget that allows one disruption refuses the next eviction until the pod evicted before is
+replaced and healthy, and the disruption controller writes that into the budget's status
+(``disruptionsAllowed`` above 0).  Backing off blindly retries up to a backoff step late; at
+5,000 nodes that was a second of each 3.5 s between two evictions of one budget (issue #15).
+So the engine watches the budgets: one cluster-wide list, then a watch from its
+resourceVersion, again after each window.  Each time a budget is seen allowing, its count goes
+up; a pod refused by it waits (``waiter``) until the count passes the one it noted before its
+request was sent, or its backoff ends, whichever is first.
+
+The watch loop naps in real time, whatever the run's clock.  It is advisory: the backoff still
+bounds every wait, so a watch that cannot run (RBAC without ``watch``, a proxy that cuts
+streams) only makes the retries as late as they were without it.  The Kube-like object needs
+``list_pdbs_with_version`` and ``watch_pdbs``.
+"""
+
+import threading
+import time
+from typing import Dict, Set, Tuple
+
+from ..errors import ApiError, ConnectionFailed, Gone
+
+Key = Tuple[str, str]          # (namespace, name)
+WINDOW = 30.0                  # seconds of one watch before listing again
+CUTS = 3                       # failed watches or lists in a row after which it gives up
+SLICE = 0.25                   # seconds between two looks at the stop while waiting
+
+
+def allowing(pdb) -> bool:
+    return ((pdb.get("status") or {}).get("disruptionsAllowed") or 0) > 0
+
+
+def key_of(pdb) -> Key:
+    meta = pdb.get("metadata") or {}
+    return meta.get("namespace", ""), meta.get("name", "")
+
+
+class BudgetWatch:
+    """Counts, per budget, the times it was seen allowing a disruption (see the module)."""
+
+    def __init__(self, kube, halt, *, say=None, window=WINDOW):
+        self._kube, self._halt = kube, halt
+        self._say = say or (lambda message: None)
+        self._window = window
+        self._seen: Dict[Key, int] = {}
+        self._waiting: Dict[Key, Set[threading.Event]] = {}   # the waiters' wake events
+        self._lock = threading.Lock()
+        self._closed = False
+        self.started = False
+
+    def start(self):
+        self.started = True
+        threading.Thread(target=self._run, name="watch-pdbs", daemon=True).start()
+        return self
+
+    def close(self):
+        self._closed = True
+
+    def mark(self, key: Key) -> int:
+        """The count of ``key`` now: note it before sending the request a refusal may follow."""
+        with self._lock:
+            return self._seen.get(key, 0)
+
+    def waiter(self, key: Key, mark: int):
+        """A ``sleep(seconds, stop)`` on the run's clock that ends early once ``key`` is seen
+        allowing after ``mark`` (when the watch has stopped, it sleeps the whole time)."""
+        def sleep(seconds, stop):
+            wake = threading.Event()
+            with self._lock:
+                if self._seen.get(key, 0) > mark:
+                    return
+                self._waiting.setdefault(key, set()).add(wake)
+            try:
+                clock = self._halt.clock
+                end = clock.now() + seconds
+                while not stop.is_set() and not wake.is_set():
+                    left = end - clock.now()
+                    if left <= 0:
+                        return
+                    clock.sleep(min(SLICE, left), wake)   # the stop is looked at between slices
+            finally:
+                with self._lock:
+                    self._waiting[key].discard(wake)
+        return sleep
+
+    def _note(self, pdbs):
+        with self._lock:
+            for pdb in pdbs:
+                if allowing(pdb):
+                    key = key_of(pdb)
+                    self._seen[key] = self._seen.get(key, 0) + 1
+                    for wake in self._waiting.get(key, ()):
+                        wake.set()
+
+    def _over(self):
+        return self._closed or self._halt.halted()
+
+    def _run(self):
+        cuts = 0
+        while not self._over() and cuts < CUTS:
+            started = time.monotonic()
+            try:
+                pdbs, version = self._kube.list_pdbs_with_version()
+                self._note(pdbs)
+                for kind, pdb in self._kube.watch_pdbs(version, self._window):
+                    if kind == "ERROR":       # e.g. 410 Expired: list again
+                        break
+                    if kind in ("ADDED", "MODIFIED"):
+                        self._note([pdb])
+                    if self._over():
+                        break
+                cuts = 0
+                if time.monotonic() - started < 1.0:   # a watch the server ended at once
+                    self._halt.stop.wait(1.0)
+            except Gone:
+                continue
+            except ApiError as exc:        # e.g. 403: no watch on PodDisruptionBudgets
+                self._say(f"cannot watch PodDisruptionBudgets (HTTP {exc.status}); a pod a "
+                          "budget refused is retried after its backoff only")
+                break
+            except ConnectionFailed:
+                cuts += 1
+                self._halt.stop.wait(1.0)
