@@ -121,11 +121,14 @@ def _send(kube, target, version, grace_period, dry_run):
 
 
 def evict_pod(kube, node, target, *, halt, dry_run=DryRun.NONE, grace_period=-1,
-              backoff=EVICTIONS, pdb_backoff=PDB_EVICTIONS, rng=None, audit=None, slots=None):
+              backoff=EVICTIONS, pdb_backoff=PDB_EVICTIONS, rng=None, audit=None, slots=None,
+              budgets=None):
     """Evicts one pod of ``node`` (a NodeEvacuation), retrying with backoff until the server
     accepts, the pod is gone, a verdict ends it, or ``halt`` stops the run: ``pdb_backoff``
     after a PodDisruptionBudget's refusal, ``backoff`` after any other.  ``slots`` (a
-    semaphore) is held for each request only, never while backing off."""
+    semaphore) is held for each request only, never while backing off.  ``budgets`` (a
+    budgets.BudgetWatch) ends a wait after a refusal of the pod's one PDB as soon as that
+    budget is seen allowing again."""
     rng = rng or random.Random()
     slots = slots or contextlib.nullcontext()
     audit = audit or NO_AUDIT
@@ -133,7 +136,9 @@ def evict_pod(kube, node, target, *, halt, dry_run=DryRun.NONE, grace_period=-1,
         return
     node.set_state(target.uid, EVICTING, say=f"evicting pod {target.ref}{dry_run.suffix}")
     attempt, version = 0, target.resource_version
+    budget = (target.namespace, target.pdbs[0]) if budgets and len(target.pdbs) == 1 else None
     while True:
+        mark = budgets.mark(budget) if budget else 0    # before the request: no allowing missed
         with slots:
             verdict, version = _send(kube, target, version, grace_period, dry_run)
         if verdict is None:
@@ -150,7 +155,8 @@ def evict_pod(kube, node, target, *, halt, dry_run=DryRun.NONE, grace_period=-1,
                 node.state_of(target.uid) == GONE:
             return
         waits = pdb_backoff if verdict.kind is Kind.PDB else backoff
-        if not halt.pause(waits.delay(attempt, rng, verdict.retry_after)):
+        sleep = budgets.waiter(budget, mark) if budget and verdict.kind is Kind.PDB else None
+        if not halt.pause(waits.delay(attempt, rng, verdict.retry_after), sleep):
             return
         attempt += 1
         if node.state_of(target.uid) == GONE:   # the watch saw it leave while we waited
@@ -163,6 +169,8 @@ class Evictor:
     at most ``max_parallel`` eviction requests in flight, and one chain per PodDisruptionBudget,
     shared by every node, so a PDB spanning nodes still sees one eviction at a time.  ``audit``
     (an ``audit.Audit``) hears of the evictions and PDB refusals; None writes no events.
+    ``budgets`` (a ``budgets.BudgetWatch``, not started) is started with the first chain and
+    wakes a chain's pod as soon as its budget allows again; None: backoff only.
 
     A chain is a thread of its own that takes its PDB's pods in turn, whichever node they are
     on: a pod waiting for its budget, or for the pod before it to be gone, holds no request
@@ -171,13 +179,14 @@ class Evictor:
 
     def __init__(self, kube, *, halt=None, dry_run=DryRun.NONE, grace_period=-1, max_parallel=8,
                  progress=None, rng=None, backoff=EVICTIONS, poll_interval=1.0, watch_window=5.0,
-                 audit=None):
+                 audit=None, budgets=None):
         self._kube = kube
+        self._budgets = budgets
         self.halt = halt or Halt()
         self._dry_run = dry_run
         self._eviction = dict(halt=self.halt, dry_run=dry_run, grace_period=grace_period,
                               backoff=backoff, rng=rng or random.Random(), audit=audit,
-                              slots=threading.BoundedSemaphore(max_parallel))
+                              slots=threading.BoundedSemaphore(max_parallel), budgets=budgets)
         self._progress = progress or (lambda message: None)
         self._say_lock = threading.Lock()
         self._watching = dict(poll=poll_interval, window=watch_window)
@@ -187,6 +196,8 @@ class Evictor:
 
     def close(self):
         self._pool.shutdown(wait=False)
+        if self._budgets is not None:
+            self._budgets.close()
 
     def _say(self, message):
         with self._say_lock:
@@ -198,6 +209,8 @@ class Evictor:
         with self._chains_lock:
             waiting = self._chains.get(pdb_key)
             if waiting is None:
+                if self._budgets is not None and not self._budgets.started:
+                    self._budgets.start()
                 waiting = self._chains[pdb_key] = deque()
                 threading.Thread(target=self._run_chain, args=(pdb_key,), daemon=True,
                                  name=f"evict-pdb-{pdb_key[0]}/{pdb_key[1]}").start()

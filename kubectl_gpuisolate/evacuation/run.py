@@ -21,6 +21,7 @@ from ..output import tables as output
 from ..output.evacuate import report_pdbs, report_refusal, report_unschedulable
 from ..output.taint import TaintChange, render_change
 from .audit import Audit
+from .budgets import BudgetWatch
 from .engine import Evictor
 from .fit import check_fit
 from .plan import preflight, targets_for
@@ -158,9 +159,13 @@ class Evacuation:
             return [self._sealed(node, NodeResult(c.plan.name, c.plan, NodeState.PLANNED))
                     if c.ok else _refused(c) for node, c in zip(nodes, checks)]
         options = self.options
+        # Only real evictions wait for a budget (a dry run's refusal is final).
+        budgets = BudgetWatch(self.kube, self.halt, say=self.progress) \
+            if options.dry_run is DryRun.NONE else None
         evictor = Evictor(self.kube, halt=self.halt, dry_run=options.dry_run,
                           grace_period=options.grace_period, max_parallel=options.max_parallel,
-                          progress=self.progress, audit=self.audit, **self.engine_args)
+                          progress=self.progress, audit=self.audit,
+                          **{"budgets": budgets, **self.engine_args})
         try:
             results = self._run_nodes(evictor, nodes, checks)
             self.audit.refused(r.plan for r in results if r.refused)

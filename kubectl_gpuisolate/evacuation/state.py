@@ -59,12 +59,13 @@ class Halt:
         """Seconds to the deadline (None without one)."""
         return None if self.deadline is None else self.deadline - self.clock.now()
 
-    def pause(self, seconds):
-        """Sleeps up to the deadline; False when the run must stop instead of retrying."""
+    def pause(self, seconds, sleep=None):
+        """Sleeps up to the deadline (with ``sleep(seconds, stop)``, which may end early, when
+        given); False when the run must stop instead of retrying."""
         if self.halted():
             return False
         left = self.left()
-        self.clock.sleep(seconds if left is None else min(seconds, left), self.stop)
+        (sleep or self.clock.sleep)(seconds if left is None else min(seconds, left), self.stop)
         return not self.halted()
 
     def nap(self, seconds):

@@ -170,9 +170,12 @@ class Kube:
                                         what="listing unscheduled pods")[0]
 
     def list_pdbs(self):
-        items, _ = self._transport.list_all("/apis/policy/v1/poddisruptionbudgets",
-                                            what="listing PodDisruptionBudgets")
-        return items
+        return self.list_pdbs_with_version()[0]
+
+    def list_pdbs_with_version(self):
+        """(every PodDisruptionBudget, resourceVersion of the list)."""
+        return self._transport.list_all("/apis/policy/v1/poddisruptionbudgets",
+                                        what="listing PodDisruptionBudgets")
 
     def daemonset_exists(self, namespace, name):
         try:
@@ -305,12 +308,20 @@ class Kube:
 
     def watch_pods_on_node(self, node_name, resource_version, timeout_seconds):
         """Yields (type, pod) events for pods bound to the node until the server ends the watch."""
-        params = {"watch": "1", "fieldSelector": f"spec.nodeName={node_name}",
-                  "resourceVersion": resource_version, "timeoutSeconds": int(timeout_seconds),
-                  "allowWatchBookmarks": "true"}
+        return self._watch("/api/v1/pods", {"fieldSelector": f"spec.nodeName={node_name}"},
+                           resource_version, timeout_seconds, f"watching pods on node {node_name}")
+
+    def watch_pdbs(self, resource_version, timeout_seconds):
+        """Yields (type, PodDisruptionBudget) events, cluster-wide, until the server ends the watch."""
+        return self._watch("/apis/policy/v1/poddisruptionbudgets", {}, resource_version,
+                           timeout_seconds, "watching PodDisruptionBudgets")
+
+    def _watch(self, path, params, resource_version, timeout_seconds, what):
+        params = dict(params, watch="1", resourceVersion=resource_version,
+                      timeoutSeconds=int(timeout_seconds), allowWatchBookmarks="true")
         import urllib3
-        raw = self._transport.request("GET", "/api/v1/pods", params=params, stream=True,
-                                      retry=False, what=f"watching pods on node {node_name}",
+        raw = self._transport.request("GET", path, params=params, stream=True, retry=False,
+                                      what=what,
                                       timeout=urllib3.Timeout(connect=30, read=timeout_seconds + 10))
         finished = False
         try:

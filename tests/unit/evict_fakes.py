@@ -307,6 +307,12 @@ class FakeCluster:
                     if (p.get("status") or {}).get("phase") not in ("Succeeded", "Failed")
                     and node_name in (None, p["spec"].get("nodeName"))]
 
+    def list_pdbs_with_version(self):
+        return self.list_pdbs(), "1"
+
+    def watch_pdbs(self, resource_version, timeout_seconds):
+        return iter(())
+
     def list_unscheduled_pods(self):
         with self.lock:
             self.reads.append("unscheduled pods")

@@ -92,6 +92,38 @@ def test_pdb_429_is_retried_and_reported_only_when_its_status_changes():
     assert sleeps[4] > retry.PDB_EVICTIONS.ceiling(1)             # that grow
 
 
+class RecordingBudgets:
+    """A BudgetWatch's face to the engine: marks and waits recorded in order; every wait ends
+    at once, as if the budget were seen allowing."""
+
+    def __init__(self, fake):
+        self.fake, self.log, self.started = fake, [], True
+
+    def mark(self, key):
+        self.log.append(("mark", key, len(self.fake.calls)))
+        return 7
+
+    def waiter(self, key, mark):
+        return lambda seconds, stop: self.log.append(("wait", key, mark))
+
+    def close(self):
+        pass
+
+
+def test_a_budgets_refusal_waits_for_the_budget_marked_before_the_request():
+    fake = FakeNode(["a"], script={"a": [pdb_429(has=1), OK]})
+    budgets = RecordingBudgets(fake)
+    outcomes, _, clock = run_node(fake, [target("a", pdbs=("web",))], budgets=budgets)
+    key = ("default", "web")
+    assert outcomes["a"].state == GONE and clock.lane_sleeps() == []
+    assert budgets.log == [("mark", key, 0), ("wait", key, 7), ("mark", key, 1)]
+    fake = FakeNode(["b"], script={"b": [pdb_429(has=1), OK]})
+    budgets = RecordingBudgets(fake)
+    outcomes, _, clock = run_node(fake, [target("b", pdbs=("x", "y"))], budgets=budgets)
+    assert outcomes["b"].state == GONE and budgets.log == []   # under two PDBs: its backoff only
+    assert len(clock.lane_sleeps()) == 1
+
+
 def test_other_refusals_back_off_longer_than_a_budgets():
     fake = FakeNode(["a"], script={"a": [throttled()] * 5 + [OK]})
     outcomes, _, clock = run_node(fake, [target("a", pdbs=("web",))])
