@@ -44,6 +44,8 @@ class BudgetWatch:
         self._say = say or (lambda message: None)
         self._window = window
         self._seen: Dict[Key, int] = {}
+        self._allows: Dict[Key, int] = {}                       # disruptionsAllowed last seen
+        self._live = False                                      # listing and watching now
         self._waiting: Dict[Key, Set[threading.Event]] = {}   # the waiters' wake events
         self._lock = threading.Lock()
         self._closed = False
@@ -56,6 +58,11 @@ class BudgetWatch:
 
     def close(self):
         self._closed = True
+
+    def refusing(self, key: Key) -> bool:
+        """True when the watch is running and last saw ``key`` allowing no disruption."""
+        with self._lock:
+            return self._live and self._allows.get(key) == 0
 
     def mark(self, key: Key) -> int:
         """The count of ``key`` now: note it before sending the request a refusal may follow."""
@@ -87,16 +94,29 @@ class BudgetWatch:
     def _note(self, pdbs):
         with self._lock:
             for pdb in pdbs:
+                self._allows[key_of(pdb)] = (pdb.get("status") or {}).get("disruptionsAllowed") or 0
                 if allowing(pdb):
                     key = key_of(pdb)
                     self._seen[key] = self._seen.get(key, 0) + 1
                     for wake in self._waiting.get(key, ()):
                         wake.set()
 
+    def _forget(self, pdb):
+        with self._lock:
+            self._allows.pop(key_of(pdb), None)
+
     def _over(self):
         return self._closed or self._halt.halted()
 
     def _run(self):
+        self._live = True
+        try:
+            self._loop()
+        finally:
+            with self._lock:
+                self._live = False
+
+    def _loop(self):
         cuts = 0
         while not self._over() and cuts < CUTS:
             started = time.monotonic()
@@ -108,6 +128,8 @@ class BudgetWatch:
                         break
                     if kind in ("ADDED", "MODIFIED"):
                         self._note([pdb])
+                    elif kind == "DELETED":
+                        self._forget(pdb)
                     if self._over():
                         break
                 cuts = 0

@@ -133,3 +133,17 @@ def test_the_loop_gives_up_after_three_failed_lists_in_a_row(monkeypatch):
     kube = ScriptedKube([ConnectionFailed("cannot reach the API server")])
     BudgetWatch(kube, Halt(stop=stop))._run()
     assert kube.calls == ["list"] * 3
+
+
+def test_refusing_is_the_last_status_seen_while_the_watch_runs():
+    budgets = watch_with(SteppingClock())
+    budgets._note([pdb(allowed=0), pdb("db", allowed=1)])
+    assert not budgets.refusing(KEY)                # the watch is not running: no opinion
+    budgets._live = True
+    assert budgets.refusing(KEY) and not budgets.refusing(("apps", "db"))
+    assert not budgets.refusing(("apps", "unknown"))
+    budgets._note([pdb(allowed=1)])
+    assert not budgets.refusing(KEY)
+    budgets._note([pdb(allowed=0)])
+    budgets._forget(pdb())
+    assert not budgets.refusing(KEY)                # deleted: the server will say
