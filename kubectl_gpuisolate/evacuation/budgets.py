@@ -23,7 +23,7 @@ from ..errors import ApiError, ConnectionFailed, Gone
 
 Key = Tuple[str, str]          # (namespace, name)
 WINDOW = 30.0                  # seconds of one watch before listing again
-CUTS = 3                       # failed watches or lists in a row after which it gives up
+MAX_NAP = 8.0                  # seconds at most between two tries after connection failures
 SLICE = 0.25                   # seconds between two looks at the stop while waiting
 
 
@@ -109,20 +109,22 @@ class BudgetWatch:
         return self._closed or self._halt.halted()
 
     def _run(self):
-        self._live = True
         try:
             self._loop()
         finally:
-            with self._lock:
-                self._live = False
+            self._live = False
 
     def _loop(self):
-        cuts = 0
-        while not self._over() and cuts < CUTS:
+        """Lists, then watches for one window, and again, until the run is over.  An API error
+        (403: no watch) ends it; a connection failure is tried again, later each time (the
+        API server restarting), the last status seen not trusted meanwhile."""
+        failures = 0
+        while not self._over():
             started = time.monotonic()
             try:
                 pdbs, version = self._kube.list_pdbs_with_version()
                 self._note(pdbs)
+                self._live, failures = True, 0
                 for kind, pdb in self._kube.watch_pdbs(version, self._window):
                     if kind == "ERROR":       # e.g. 410 Expired: list again
                         break
@@ -132,7 +134,6 @@ class BudgetWatch:
                         self._forget(pdb)
                     if self._over():
                         break
-                cuts = 0
                 if time.monotonic() - started < 1.0:   # a watch the server ended at once
                     self._halt.stop.wait(1.0)
             except Gone:
@@ -140,7 +141,8 @@ class BudgetWatch:
             except ApiError as exc:        # e.g. 403: no watch on PodDisruptionBudgets
                 self._say(f"cannot watch PodDisruptionBudgets (HTTP {exc.status}); a pod a "
                           "budget refused is retried after its backoff only")
-                break
+                return
             except ConnectionFailed:
-                cuts += 1
-                self._halt.stop.wait(1.0)
+                self._live = False
+                failures += 1
+                self._halt.stop.wait(min(2.0 ** (failures - 1), MAX_NAP))

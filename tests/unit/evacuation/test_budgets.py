@@ -127,12 +127,22 @@ def test_no_right_to_watch_is_said_once_and_ends_the_loop():
                     "retried after its backoff only"]
 
 
-def test_the_loop_gives_up_after_three_failed_lists_in_a_row(monkeypatch):
-    stop = threading.Event()
-    monkeypatch.setattr(stop, "wait", lambda seconds=None: False)   # no real naps
+def test_failed_lists_are_tried_again_later_each_time_and_not_trusted_meanwhile():
+    stop, naps = threading.Event(), []
+
+    def nap(seconds=None):
+        naps.append(seconds)
+        if len(naps) == 6:
+            stop.set()
+        return stop.is_set()
+    stop.wait = nap                                 # no real naps; the sixth ends the run
     kube = ScriptedKube([ConnectionFailed("cannot reach the API server")])
-    BudgetWatch(kube, Halt(stop=stop))._run()
-    assert kube.calls == ["list"] * 3
+    budgets = BudgetWatch(kube, Halt(stop=stop))
+    budgets._live = True
+    budgets._note([pdb(allowed=0)])
+    budgets._run()
+    assert kube.calls == ["list"] * 6 and naps == [1.0, 2.0, 4.0, 8.0, 8.0, 8.0]
+    assert not budgets.refusing(KEY)
 
 
 def test_refusing_is_the_last_status_seen_while_the_watch_runs():
