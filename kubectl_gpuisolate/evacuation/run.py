@@ -160,7 +160,7 @@ class Evacuation:
                     if c.ok else _refused(c) for node, c in zip(nodes, checks)]
         options = self.options
         # Only real evictions wait for a budget (a dry run's refusal is final).
-        budgets = BudgetWatch(self.kube, self.halt, say=self.progress) \
+        budgets = BudgetWatch(self.kube, self.halt) \
             if options.dry_run is DryRun.NONE else None
         evictor = Evictor(self.kube, halt=self.halt, dry_run=options.dry_run,
                           grace_period=options.grace_period, max_parallel=options.max_parallel,
