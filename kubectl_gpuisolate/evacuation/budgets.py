@@ -58,11 +58,6 @@ class BudgetWatch:
     def close(self):
         self._closed = True
 
-    @property
-    def live(self) -> bool:
-        """Listing and watching now: an allowing budget will be seen."""
-        return self._live
-
     def refusing(self, key: Key) -> bool:
         """True when the watch is running and last saw ``key`` allowing no disruption."""
         with self._lock:

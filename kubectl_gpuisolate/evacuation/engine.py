@@ -23,7 +23,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 
 from ..errors import ApiError, ConnectionFailed
 from ..flags import DryRun
-from ..kube.retry import EVICTIONS, PDB_EVICTIONS, WATCHED_PDB_EVICTIONS
+from ..kube.retry import EVICTIONS, PDB_EVICTIONS
 from .audit import Audit
 from .plan import lanes
 from .policy import Kind, after_conflict, classify
@@ -120,33 +120,28 @@ def _send(kube, target, version, grace_period, dry_run):
     return None, version
 
 
-def _budget_allows(budgets, budget, halt, seconds):
-    """Before a pod's first request: while its budget was last seen allowing none, waits up to
-    ``seconds`` for it to allow (the server has the last word).  False when the run stopped."""
-    mark = budgets.mark(budget)
-    return not budgets.refusing(budget) or halt.pause(seconds, budgets.waiter(budget, mark))
-
-
 def evict_pod(kube, node, target, *, halt, dry_run=DryRun.NONE, grace_period=-1,
               backoff=EVICTIONS, pdb_backoff=PDB_EVICTIONS, rng=None, audit=None, slots=None,
-              budgets=None, watched_pdb_backoff=WATCHED_PDB_EVICTIONS):
+              budgets=None):
     """Evicts one pod of ``node`` (a NodeEvacuation), retrying with backoff until the server
     accepts, the pod is gone, a verdict ends it, or ``halt`` stops the run: ``pdb_backoff``
     after a PodDisruptionBudget's refusal, ``backoff`` after any other.  ``slots`` (a
     semaphore) is held for each request only, never while backing off.  ``budgets`` (a
     budgets.BudgetWatch) ends a wait after a refusal of the pod's one PDB as soon as that
-    budget is seen allowing again, the wait then bounded by ``watched_pdb_backoff`` while the
-    watch runs; and when the budget was last seen allowing none, the first request waits for
-    it too (the server has the last word), which spares most first requests of a chain their
-    refusal."""
+    budget is seen allowing again; and when it was last seen allowing none, the first request
+    waits for it too (at most ``pdb_backoff``'s cap: the server has the last word), which
+    spares the refusal most first requests of a chain would get."""
     rng = rng or random.Random()
     slots = slots or contextlib.nullcontext()
     audit = audit or NO_AUDIT
     if node.state_of(target.uid) == GONE:
         return
     budget = (target.namespace, target.pdbs[0]) if budgets and len(target.pdbs) == 1 else None
-    if budget and not _budget_allows(budgets, budget, halt, watched_pdb_backoff.delay(0, rng)):
-        return                                        # stopped before it was sent
+    if budget:
+        mark = budgets.mark(budget)
+        if budgets.refusing(budget) and \
+                not halt.pause(pdb_backoff.cap, budgets.waiter(budget, mark)):
+            return                                    # stopped before it was sent
     node.set_state(target.uid, EVICTING, say=f"evicting pod {target.ref}{dry_run.suffix}")
     attempt, version = 0, target.resource_version
     while True:
@@ -166,10 +161,8 @@ def evict_pod(kube, node, target, *, halt, dry_run=DryRun.NONE, grace_period=-1,
         if ON_VERDICT[verdict.kind](node, target, verdict, dry_run) or \
                 node.state_of(target.uid) == GONE:
             return
-        waits, sleep = backoff, None
-        if verdict.kind is Kind.PDB:
-            waits = watched_pdb_backoff if budget and budgets.live else pdb_backoff
-            sleep = budgets.waiter(budget, mark) if budget else None
+        waits = pdb_backoff if verdict.kind is Kind.PDB else backoff
+        sleep = budgets.waiter(budget, mark) if budget and verdict.kind is Kind.PDB else None
         if not halt.pause(waits.delay(attempt, rng, verdict.retry_after), sleep):
             return
         attempt += 1

@@ -50,8 +50,3 @@ EVICTIONS = Backoff()
 # healthy, usually within a second or two, and the engine retries only one pod per budget at a
 # time, so the wait stays short: 0.25-0.5 s, growing by half, at most 1-2 s (kubectl drain: 5 s).
 PDB_EVICTIONS = Backoff(initial=0.5, factor=1.5, cap=2.0)
-
-# A PodDisruptionBudget's refusal while the engine watches the budgets (evacuation/budgets.py): the
-# watch wakes the pod as soon as its budget allows, so this only bounds a wait the watch missed, and
-# spares the API server the refusals of blind retries (at 5,000 nodes, 856 of 1,856 requests): 5-10 s.
-WATCHED_PDB_EVICTIONS = Backoff(initial=10.0, factor=1.0, cap=10.0)

@@ -8,8 +8,6 @@ whose ``sleep`` only advances time: nothing here really sleeps."""
 import random
 import threading
 
-import pytest
-
 from kubectl_gpuisolate.errors import ApiError, ConnectionFailed, api_error
 from kubectl_gpuisolate.evacuation.engine import Evictor
 from kubectl_gpuisolate.evacuation.plan import Target, lanes
@@ -98,8 +96,8 @@ class RecordingBudgets:
     """A BudgetWatch's face to the engine: marks and waits recorded in order; every wait ends
     at once, as if the budget were seen allowing."""
 
-    def __init__(self, fake, refusing=False, live=True):
-        self.fake, self.log, self.started, self.refuses, self.live = fake, [], True, refusing, live
+    def __init__(self, fake, refusing=False):
+        self.fake, self.log, self.started, self.refuses = fake, [], True, refusing
 
     def refusing(self, key):
         self.log.append(("refusing?", key, len(self.fake.calls)))
@@ -125,33 +123,10 @@ def test_a_budgets_refusal_waits_for_the_budget_marked_before_the_request():
     assert budgets.log == [("mark", key, 0), ("refusing?", key, 0),       # allowing: no wait
                            ("mark", key, 0), ("wait", key, 7), ("mark", key, 1)]
     fake = FakeNode(["b"], script={"b": [pdb_429(has=1), OK]})
-    budgets = RecordingBudgets(fake, live=False)
+    budgets = RecordingBudgets(fake)
     outcomes, _, clock = run_node(fake, [target("b", pdbs=("x", "y"))], budgets=budgets)
     assert outcomes["b"].state == GONE and budgets.log == []   # under two PDBs: its backoff only
     assert len(clock.lane_sleeps()) == 1
-
-
-class ClockedBudgets(RecordingBudgets):
-    """Waits that take their whole time on the run's clock (the budget never seen allowing)."""
-
-    def __init__(self, fake, clock, live):
-        super().__init__(fake, live=live)
-        self.clock = clock
-
-    def waiter(self, key, mark):
-        return self.clock.sleep
-
-
-@pytest.mark.parametrize("live, ceiling", [(True, retry.WATCHED_PDB_EVICTIONS.cap),
-                                           (False, retry.PDB_EVICTIONS.cap)])
-def test_a_refusal_waits_longer_while_the_budgets_are_watched(live, ceiling):
-    fake = FakeNode(["a"], script={"a": [pdb_429(has=1)] * 3 + [OK]})
-    clock = FakeClock()
-    budgets = ClockedBudgets(fake, clock, live)
-    outcomes, _, _ = run_node(fake, [target("a", pdbs=("web",))], budgets=budgets, clock=clock)
-    sleeps = clock.lane_sleeps()
-    assert outcomes["a"].state == GONE and len(sleeps) == 3
-    assert all(s <= ceiling for s in sleeps) and max(sleeps) > retry.PDB_EVICTIONS.cap * live
 
 
 def test_a_budget_seen_refusing_holds_the_first_request_until_it_allows():
