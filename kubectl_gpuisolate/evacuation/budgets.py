@@ -43,8 +43,6 @@ class BudgetWatch:
         self._kube, self._halt = kube, halt
         self._window = window
         self._seen: Dict[Key, int] = {}
-        self._allows: Dict[Key, int] = {}                       # disruptionsAllowed last seen
-        self._live = False                                      # listing and watching now
         self._waiting: Dict[Key, Set[threading.Event]] = {}   # the waiters' wake events
         self._lock = threading.Lock()
         self._closed = False
@@ -57,11 +55,6 @@ class BudgetWatch:
 
     def close(self):
         self._closed = True
-
-    def refusing(self, key: Key) -> bool:
-        """True when the watch is running and last saw ``key`` allowing no disruption."""
-        with self._lock:
-            return self._live and self._allows.get(key) == 0
 
     def mark(self, key: Key) -> int:
         """The count of ``key`` now: note it before sending the request a refusal may follow."""
@@ -93,44 +86,31 @@ class BudgetWatch:
     def _note(self, pdbs):
         with self._lock:
             for pdb in pdbs:
-                self._allows[key_of(pdb)] = (pdb.get("status") or {}).get("disruptionsAllowed") or 0
                 if allowing(pdb):
                     key = key_of(pdb)
                     self._seen[key] = self._seen.get(key, 0) + 1
                     for wake in self._waiting.get(key, ()):
                         wake.set()
 
-    def _forget(self, pdb):
-        with self._lock:
-            self._allows.pop(key_of(pdb), None)
-
     def _over(self):
         return self._closed or self._halt.halted()
 
     def _run(self):
-        try:
-            self._loop()
-        finally:
-            self._live = False
-
-    def _loop(self):
         """Lists, then watches for one window, and again, until the run is over.  An API error
         (403: no watch) ends it; a connection failure is tried again, later each time (the
-        API server restarting), the last status seen not trusted meanwhile."""
+        API server restarting)."""
         failures = 0
         while not self._over():
             started = time.monotonic()
             try:
                 pdbs, version = self._kube.list_pdbs_with_version()
                 self._note(pdbs)
-                self._live, failures = True, 0
+                failures = 0
                 for kind, pdb in self._kube.watch_pdbs(version, self._window):
                     if kind == "ERROR":       # e.g. 410 Expired: list again
                         break
                     if kind in ("ADDED", "MODIFIED"):
                         self._note([pdb])
-                    elif kind == "DELETED":
-                        self._forget(pdb)
                     if self._over():
                         break
                 if time.monotonic() - started < 1.0:   # a watch the server ended at once
@@ -140,6 +120,5 @@ class BudgetWatch:
             except ApiError:               # e.g. 403: no watch (optional in rbac/clusterrole.yaml)
                 return                     # the backoff alone, as before; -v=6 shows the answer
             except ConnectionFailed:
-                self._live = False
                 failures += 1
                 self._halt.stop.wait(min(2.0 ** (failures - 1), MAX_NAP))

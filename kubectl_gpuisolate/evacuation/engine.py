@@ -128,22 +128,15 @@ def evict_pod(kube, node, target, *, halt, dry_run=DryRun.NONE, grace_period=-1,
     after a PodDisruptionBudget's refusal, ``backoff`` after any other.  ``slots`` (a
     semaphore) is held for each request only, never while backing off.  ``budgets`` (a
     budgets.BudgetWatch) ends a wait after a refusal of the pod's one PDB as soon as that
-    budget is seen allowing again; and when it was last seen allowing none, the first request
-    waits for it too (at most ``pdb_backoff``'s cap: the server has the last word), which
-    spares the refusal most first requests of a chain would get."""
+    budget is seen allowing again."""
     rng = rng or random.Random()
     slots = slots or contextlib.nullcontext()
     audit = audit or NO_AUDIT
     if node.state_of(target.uid) == GONE:
         return
-    budget = (target.namespace, target.pdbs[0]) if budgets and len(target.pdbs) == 1 else None
-    if budget:
-        mark = budgets.mark(budget)
-        if budgets.refusing(budget) and \
-                not halt.pause(pdb_backoff.cap, budgets.waiter(budget, mark)):
-            return                                    # stopped before it was sent
     node.set_state(target.uid, EVICTING, say=f"evicting pod {target.ref}{dry_run.suffix}")
     attempt, version = 0, target.resource_version
+    budget = (target.namespace, target.pdbs[0]) if budgets and len(target.pdbs) == 1 else None
     while True:
         mark = budgets.mark(budget) if budget else 0    # before the request: no allowing missed
         with slots:

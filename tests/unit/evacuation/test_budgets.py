@@ -121,10 +121,10 @@ def test_no_right_to_watch_ends_the_loop_silently():
     kube = ScriptedKube([[pdb()]], watch_error=api_error("forbidden", status=403, reason="Forbidden"))
     budgets = BudgetWatch(kube, Halt())
     budgets._run()
-    assert kube.calls == ["list", "watch from 1"] and not budgets.refusing(KEY)
+    assert kube.calls == ["list", "watch from 1"]
 
 
-def test_failed_lists_are_tried_again_later_each_time_and_not_trusted_meanwhile():
+def test_failed_lists_are_tried_again_later_each_time():
     stop, naps = threading.Event(), []
 
     def nap(seconds=None):
@@ -134,23 +134,5 @@ def test_failed_lists_are_tried_again_later_each_time_and_not_trusted_meanwhile(
         return stop.is_set()
     stop.wait = nap                                 # no real naps; the sixth ends the run
     kube = ScriptedKube([ConnectionFailed("cannot reach the API server")])
-    budgets = BudgetWatch(kube, Halt(stop=stop))
-    budgets._live = True
-    budgets._note([pdb(allowed=0)])
-    budgets._run()
+    BudgetWatch(kube, Halt(stop=stop))._run()
     assert kube.calls == ["list"] * 6 and naps == [1.0, 2.0, 4.0, 8.0, 8.0, 8.0]
-    assert not budgets.refusing(KEY)
-
-
-def test_refusing_is_the_last_status_seen_while_the_watch_runs():
-    budgets = watch_with(SteppingClock())
-    budgets._note([pdb(allowed=0), pdb("db", allowed=1)])
-    assert not budgets.refusing(KEY)                # the watch is not running: no opinion
-    budgets._live = True
-    assert budgets.refusing(KEY) and not budgets.refusing(("apps", "db"))
-    assert not budgets.refusing(("apps", "unknown"))
-    budgets._note([pdb(allowed=1)])
-    assert not budgets.refusing(KEY)
-    budgets._note([pdb(allowed=0)])
-    budgets._forget(pdb())
-    assert not budgets.refusing(KEY)                # deleted: the server will say

@@ -96,12 +96,8 @@ class RecordingBudgets:
     """A BudgetWatch's face to the engine: marks and waits recorded in order; every wait ends
     at once, as if the budget were seen allowing."""
 
-    def __init__(self, fake, refusing=False):
-        self.fake, self.log, self.started, self.refuses = fake, [], True, refusing
-
-    def refusing(self, key):
-        self.log.append(("refusing?", key, len(self.fake.calls)))
-        return self.refuses
+    def __init__(self, fake):
+        self.fake, self.log, self.started = fake, [], True
 
     def mark(self, key):
         self.log.append(("mark", key, len(self.fake.calls)))
@@ -120,33 +116,12 @@ def test_a_budgets_refusal_waits_for_the_budget_marked_before_the_request():
     outcomes, _, clock = run_node(fake, [target("a", pdbs=("web",))], budgets=budgets)
     key = ("default", "web")
     assert outcomes["a"].state == GONE and clock.lane_sleeps() == []
-    assert budgets.log == [("mark", key, 0), ("refusing?", key, 0),       # allowing: no wait
-                           ("mark", key, 0), ("wait", key, 7), ("mark", key, 1)]
+    assert budgets.log == [("mark", key, 0), ("wait", key, 7), ("mark", key, 1)]
     fake = FakeNode(["b"], script={"b": [pdb_429(has=1), OK]})
     budgets = RecordingBudgets(fake)
     outcomes, _, clock = run_node(fake, [target("b", pdbs=("x", "y"))], budgets=budgets)
     assert outcomes["b"].state == GONE and budgets.log == []   # under two PDBs: its backoff only
     assert len(clock.lane_sleeps()) == 1
-
-
-def test_a_budget_seen_refusing_holds_the_first_request_until_it_allows():
-    fake = FakeNode(["a"])
-    budgets = RecordingBudgets(fake, refusing=True)
-    outcomes, said, clock = run_node(fake, [target("a", pdbs=("web",))], budgets=budgets)
-    key = ("default", "web")
-    assert outcomes["a"].state == GONE and len(fake.calls) == 1 and clock.lane_sleeps() == []
-    assert budgets.log == [("mark", key, 0), ("refusing?", key, 0), ("wait", key, 7),
-                           ("mark", key, 0)]
-
-
-def test_a_stop_while_held_for_its_budget_leaves_the_pod_not_started():
-    fake = FakeNode(["a"])
-    stop = threading.Event()
-    budgets = RecordingBudgets(fake, refusing=True)
-    budgets.waiter = lambda key, mark: lambda seconds, stop_: stop.set()
-    outcomes, said, _ = run_node(fake, [target("a", pdbs=("web",))], budgets=budgets, stop=stop)
-    assert fake.calls == [] and outcomes["a"].state == NOT_STARTED
-    assert not any("evicting pod" in line for line in said)
 
 
 def test_other_refusals_back_off_longer_than_a_budgets():
