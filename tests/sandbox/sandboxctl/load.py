@@ -113,13 +113,19 @@ def wait_workloads(kube, workloads, targets, timeout=120):
     wait_for("workload pods", check, timeout)
 
 
-def wait_daemonsets(kube, daemonsets, timeout=120):
+# After the API server restarts of tests/e2e/test_control_plane_faults.py the controller-manager can take
+# minutes to count the nodes a test removed out of a DaemonSet's desired pods (166 s in a CI run).
+DAEMONSET_TIMEOUT = 300
+
+
+def wait_daemonsets(kube, daemonsets, timeout=DAEMONSET_TIMEOUT):
     def check():
         for obj, count in daemonsets:
             m = obj["metadata"]
             st = kube.get("daemonsets", m["name"], m["namespace"]).get("status", {})
             if st.get("desiredNumberScheduled") != count or st.get("numberReady") != count:
-                return False, f"DaemonSet {m['namespace']}/{m['name']} ready {st.get('numberReady')}/{count}"
+                return False, (f"DaemonSet {m['namespace']}/{m['name']} ready {st.get('numberReady')}/"
+                               f"{count}, desired {st.get('desiredNumberScheduled')}")
         return True, ""
     wait_for("DaemonSets", check, timeout)
 
