@@ -48,9 +48,8 @@ def check_fit(kube, plans, options, err, nodes=None) -> Optional[FrozenSet[str]]
 
 
 def _warn_of_shortfalls(kube, plans, nodes, err):
-    landed = [d for plan in plans for d in plan.to_move if d.landing]
-    wanted = {plan.name for plan in plans if any(d.landing for d in plan.to_move)}
-    wanted.update(name for d in landed for name in d.landing)
+    landed = [(plan.name, d) for plan in plans for d in plan.to_move if d.landing]
+    wanted = {on for on, _ in landed} | {name for _, d in landed for name in d.landing}
     try:
         if nodes is None:
             nodes = kube.list_nodes()
@@ -60,7 +59,7 @@ def _warn_of_shortfalls(kube, plans, nodes, err):
                     f"where they can land: {exc}", err)
         return
     by_uid = {(p.get("metadata") or {}).get("uid"): p for p in pods}
-    found = shortfalls([(pod_requests(by_uid.get(d.uid) or {}), d.landing) for d in landed],
+    found = shortfalls([(pod_requests(by_uid.get(d.uid) or {}), d.landing) for _, d in landed],
                        free_allocatable(nodes, pods))
     report_fit(found, err)
 
