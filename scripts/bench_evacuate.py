@@ -175,13 +175,13 @@ def measure(workload, pods, reps, plugin, kubectl, env, timed, log, plugin_flags
     for rep in range(reps):
         for side in (("plugin", "kubectl") if rep % 2 == 0 else ("kubectl", "plugin")):
             gpu_uids = workload.reset(pods)
-            start = time.perf_counter()
+            wall = 0.0
             for cmd in sides[side]:
                 result = timed(cmd, env)
                 if result.rc != 0:
                     raise SystemExit(f"bench: {' '.join(cmd[:4])} ... failed ({result.rc}): "
                                      f"{result.err[-500:]}")
-            wall = time.perf_counter() - start
+                wall += result.wall     # the command's own time, without its measurer's start-up
             restarted, left = workload.after(gpu_uids)
             if left:
                 raise SystemExit(f"bench: {side}: {left} ordinary pod(s) still on the GPU nodes")
