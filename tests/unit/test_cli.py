@@ -333,6 +333,55 @@ def test_build_parser_imports_no_engine():
     assert proc.returncode == 0 and proc.stdout.split() == [], proc.stderr + proc.stdout
 
 
+# -- a run builds only its command's parser ----------------------------------------------------
+ALONE_CASES = [
+    (["status"], "status"),
+    (["--context", "a", "status", "-o", "json", "n1"], "status"),
+    (["-n", "status", "taint", "n1"], "taint"),                 # a flag's value is not the command
+    (["--context=status", "untaint", "n1"], "untaint"),
+    (["--cont", "x", "evacuate", "n1"], "evacuate"),            # abbreviated, as argparse reads it
+    (["-nfoo", "version"], "version"),
+    (["--as", "u", "--as-group", "g", "status", "--all-pods"], "status"),
+    (["status", "--help"], "status"),
+    (["-h", "status"], None), (["--version"], None), ([], None), (["bogus"], None),
+    (["--context"], None), (["--bogus", "status"], None),
+]
+
+
+@pytest.mark.parametrize("argv, command", ALONE_CASES, ids=[" ".join(c[0]) or "none" for c in ALONE_CASES])
+def test_named_command_reads_the_line_as_the_full_parser(argv, command):
+    shared = cli.Parser(add_help=False)
+    cli.add_connection_flags(shared)
+    assert cli.named_command(shared, argv) == command
+
+
+RUNS = [c for c in ALONE_CASES if c[1] and "--help" not in c[0]]
+
+
+@pytest.mark.parametrize("argv, command", RUNS, ids=[" ".join(c[0]) for c in RUNS])
+def test_parser_of_one_command_parses_as_the_full_one(parser, argv, command):
+    alone = cli.build_parser(argv)
+    assert list(alone.command_line.commands) == [command]
+    assert vars(alone.parse_args(argv)) == vars(parser.parse_args(argv))
+
+
+def test_help_before_the_command_lists_every_command(capsys):
+    _, out, _ = run_main(["-h", "status"], capsys)
+    assert all(name in out for name in cli.COMMANDS)
+
+
+def test_a_status_run_imports_no_other_command():
+    probe = ("import sys; from kubectl_gpuisolate.cli import build_parser; "
+             "build_parser(['--context', 'x', 'status']); "
+             "print(' '.join(m for m in sys.modules if m.startswith('kubectl_gpuisolate.commands.')))")
+    proc = run_python(["-c", probe])
+    assert proc.returncode == 0, proc.stderr
+    imported = set(proc.stdout.split())
+    assert "kubectl_gpuisolate.commands.status" in imported
+    assert not imported & {f"kubectl_gpuisolate.commands.{name}" for name in cli.COMMANDS
+                           if name != "status"}, imported
+
+
 @pytest.mark.parametrize("argv, code", [
     (["--help"], 0),
     (["status", "--taint", "bad"], EXIT_USAGE),
