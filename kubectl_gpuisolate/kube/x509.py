@@ -50,5 +50,5 @@ def _epoch(text):
 
     if len(text) != 14 or not text.isdigit():
         raise ValueError(text)
-    fields = [int(text[:4])] + [int(text[i:i + 2]) for i in range(4, 14, 2)]
-    return int(datetime(*fields, tzinfo=timezone.utc).timestamp())
+    month, day, hour, minute, second = (int(text[i:i + 2]) for i in range(4, 14, 2))
+    return int(datetime(int(text[:4]), month, day, hour, minute, second, tzinfo=timezone.utc).timestamp())
