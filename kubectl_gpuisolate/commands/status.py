@@ -9,9 +9,13 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ..completion.completers import complete_taint
+from ..core import planner
 from ..core.taints import DEFAULT_TAINT, Taint, parse_taint
 from ..errors import EXIT_FINDINGS, EXIT_OK
 from ..flags import add_output_flag
+from ..output import tables as output
+from ..output.status import StatusResult, render_text, to_document
+from . import owners
 from .common import IO, NodeTarget, OnNodes, add_node_flags
 
 if TYPE_CHECKING:
@@ -64,24 +68,17 @@ def add_parser(subparsers, parents):
 
 
 def run(options: StatusOptions, kube: "KubeApi", io: IO) -> int:
+    from ..kube.gather import build_plans
     from ..kube.nodes import find_nodes_and_view
 
     target = options.target
     documented = options.output in ("json", "yaml")
-    with ThreadPoolExecutor(max_workers=3) as early:
+    with ThreadPoolExecutor(max_workers=2) as early:
         pdbs = early.submit(kube.list_pdbs)     # needs no node: read while the nodes are
         # The document records which server judged it (core.server_versions); text does not.
         server = early.submit(kube.server_version) if documented else None
-        found = early.submit(find_nodes_and_view, kube, target.names, target.requirements,
-                             target.selector_text, warn=io.warn)
-        # The planner and the view are imported while the first reads are on the wire: at
-        # seed size the run is mostly start-up (docs/benchmarks.md).
-        from ..core import planner
-        from ..kube.gather import build_plans
-        from ..output import tables as output
-        from ..output.status import StatusResult, render_text, to_document
-        from . import owners
-        nodes, version, view, listed = found.result()
+        nodes, version, view, listed = find_nodes_and_view(
+            kube, target.names, target.requirements, target.selector_text, warn=io.warn)
         # The pods are read as of the node list or later (one consistent read, not hundreds).
         plans = build_plans(kube, nodes, planner.PlanOptions(options.managed_taint),
                             not_older_than=version, pdbs=pdbs, landing_check=True, warn=io.warn,
