@@ -20,6 +20,21 @@ from kubectl_gpuisolate.errors import EXIT_SIGINT, EXIT_SIGTERM, Interrupted
 from .conftest import REPO
 
 SIGNUMS = [(signal.SIGINT, "SIGINT", EXIT_SIGINT), (signal.SIGTERM, "SIGTERM", EXIT_SIGTERM)]
+# Python's own handlers, as a process started from a terminal has them.  A process started in
+# the background by a shell without job control (`cmd &` in a script, as a CI runner may) finds
+# SIGINT ignored and Python then installs no handler: the tests start from these instead.
+DEFAULTS = {signal.SIGINT: signal.default_int_handler, signal.SIGTERM: signal.SIG_DFL}
+CHILD_DEFAULTS = ("import signal\n"
+                  "signal.signal(signal.SIGINT, signal.default_int_handler)\n"
+                  "signal.signal(signal.SIGTERM, signal.SIG_DFL)\n")
+
+
+@pytest.fixture(autouse=True)
+def default_handlers():
+    before = {signum: signal.signal(signum, handler) for signum, handler in DEFAULTS.items()}
+    yield
+    for signum, handler in before.items():
+        signal.signal(signum, handler)
 
 
 def test_one_table_of_names_and_exit_codes():
@@ -67,8 +82,8 @@ def test_graceful_off_the_main_thread_installs_nothing():
 
 def run_child(code):
     env = dict(os.environ, PYTHONPATH=REPO)
-    return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], cwd=REPO, env=env,
-                          capture_output=True, text=True, timeout=60)
+    return subprocess.run([sys.executable, "-c", CHILD_DEFAULTS + textwrap.dedent(code)], cwd=REPO,
+                          env=env, capture_output=True, text=True, timeout=60)
 
 
 @pytest.mark.parametrize("signum, name, code", SIGNUMS)
