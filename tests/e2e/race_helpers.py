@@ -4,6 +4,7 @@ line while it runs (so a fault can be timed to a line), and the checks of an eva
 the cluster's own record: the soak's Checker (tests/faults/checks.py), the PDB monitor, and the
 API server's audit log of evictions."""
 
+import json
 import subprocess
 import sys
 import threading
@@ -22,9 +23,18 @@ from faults.soak import Spec  # noqa: E402
 PLUGIN_AGENT = "kubectl-gpuisolate/"
 
 
-def quorum(sandbox, namespace, replicas=6, node=GPU_A):
+GATE = "e2e.gpuisolate/held"
+
+
+def quorum(sandbox, namespace, replicas=6, node=GPU_A, held=False):
     """``replicas`` pods preferring ``node``, all Ready there, under a PDB of minAvailable
-    replicas - 1 that allows one disruption."""
+    replicas - 1 that allows one disruption.
+
+    ``held``: a ReplicaSet, not a Deployment, whose template gets a scheduling gate once its
+    pods run, so the replacement of the first pod evicted stays Pending (as one whose image
+    takes long to pull) and the budget refuses every eviction after it until ``release``: a
+    fault timed from the first refusal then finds the run still retrying, however late it
+    comes (unheld, the six pods go in ~0.4 s).  The plugin cannot foresee a gate."""
     labels = {"app": "quorum"}
     spec = {"containers": [{"name": "main", "image": "busybox",
                             "resources": {"requests": {"cpu": "10m", "memory": "16Mi"}}}],
@@ -32,18 +42,32 @@ def quorum(sandbox, namespace, replicas=6, node=GPU_A):
             "affinity": {"nodeAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [
                 {"weight": 100, "preference": {"matchExpressions": [
                     {"key": "kubernetes.io/hostname", "operator": "In", "values": [node]}]}}]}}}
-    sandbox.apply({"apiVersion": "apps/v1", "kind": "Deployment",
+    kind = "ReplicaSet" if held else "Deployment"
+    sandbox.apply({"apiVersion": "apps/v1", "kind": kind,
                    "metadata": {"name": "quorum", "namespace": namespace},
                    "spec": {"replicas": replicas, "selector": {"matchLabels": labels},
                             "template": {"metadata": {"labels": labels}, "spec": spec}}})
     wait_until(f"{replicas} quorum pods Ready on {node}", lambda: sum(
         1 for p in sandbox.pods("-n", namespace, "-l", "app=quorum")
         if ready(p) and p["spec"].get("nodeName") == node) == replicas)
+    if held:
+        sandbox.kubectl("patch", "replicaset", "-n", namespace, "quorum", "--type=merge", "-p",
+                        json.dumps({"spec": {"template": {"spec": {"schedulingGates": [{"name": GATE}]}}}}))
     sandbox.apply({"apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
                    "metadata": {"name": "quorum", "namespace": namespace},
                    "spec": {"minAvailable": replicas - 1, "selector": {"matchLabels": labels}}})
     wait_until("the quorum PDB to allow 1", lambda: sandbox.get_json(
         "pdb", "-n", namespace, "quorum")["status"].get("disruptionsAllowed") == 1)
+
+
+def release(sandbox, namespace):
+    """Ends a held quorum's hold: no gate on its later replacements, and none on those waiting."""
+    sandbox.kubectl("patch", "replicaset", "-n", namespace, "quorum", "--type=json", "-p",
+                    '[{"op": "remove", "path": "/spec/template/spec/schedulingGates"}]')
+    for pod in sandbox.pods("-n", namespace, "-l", "app=quorum"):
+        if pod["spec"].get("schedulingGates"):
+            sandbox.kubectl("patch", "pod", "-n", namespace, pod["metadata"]["name"], "--type=json", "-p",
+                            '[{"op": "remove", "path": "/spec/schedulingGates"}]')
 
 
 class Run:

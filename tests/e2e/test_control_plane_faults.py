@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 
 import pytest
-from race_helpers import Once, Watched, ours, plugin_run, quorum
+from race_helpers import Once, Watched, ours, plugin_run, quorum, release
 from sandbox_helpers import GPU_A, REPO, wait_until
 
 sys.path.insert(0, str(Path(REPO) / "tests"))
@@ -76,12 +76,19 @@ def assert_evacuation_held(watched, namespace, args, result, seconds):
 
 
 def test_apiserver_killed_while_pdb_blocked_evictions_retry(gpuisolate, clean, namespace, control_plane):
-    quorum(clean, namespace)
+    quorum(clean, namespace, held=True)
     assert gpuisolate("taint").returncode == 0
     watched = Watched(clean, control_plane)
+    restart = restart_apiserver(control_plane)
+
+    def fault_then_release():
+        try:
+            restart()
+        finally:
+            release(clean, namespace)
     # Four lanes on a budget that allows one: three are being refused (429) and retried.
     fault = Once(lambda stream, line: "blocked by PDB" in line and namespace in line,
-                 restart_apiserver(control_plane))
+                 fault_then_release)
     run = plugin_run(gpuisolate, *EVACUATE, on_line=fault)
     rc, out, err, seconds = run.wait(TIMEOUT + 60)
     fault.join()
@@ -101,7 +108,7 @@ def test_apiserver_killed_while_pdb_blocked_evictions_retry(gpuisolate, clean, n
 
 
 def test_etcd_paused_longer_than_the_request_timeout(gpuisolate, clean, namespace, control_plane):
-    quorum(clean, namespace)
+    quorum(clean, namespace, held=True)
     assert gpuisolate("taint").returncode == 0
     watched = Watched(clean, control_plane)
     args = (*EVACUATE, "--request-timeout", "2s")
@@ -113,6 +120,7 @@ def test_etcd_paused_longer_than_the_request_timeout(gpuisolate, clean, namespac
             time.sleep(7)           # 3.5 request timeouts: requests hang, time out, are retried
         finally:
             control_plane.resume_etcd()
+            release(clean, namespace)
     fault = Once(lambda stream, line: "evicted pod" in line and namespace in line, pause)
     run = plugin_run(gpuisolate, *args, on_line=fault)
     rc, out, err, seconds = run.wait(TIMEOUT + 60)
