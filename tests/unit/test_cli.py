@@ -316,21 +316,25 @@ def heavy(names):
     return sorted(n for n in names if n.split(".")[0] in ("kubernetes", "urllib3"))
 
 
-def test_build_parser_imports_neither_kubernetes_nor_urllib3():
-    probe = ("import sys; from kubectl_gpuisolate.cli import build_parser; build_parser(); "
-             "assert 'kubernetes' not in sys.modules and 'urllib3' not in sys.modules, "
-             "sorted(m for m in sys.modules if m.split('.')[0] in ('kubernetes', 'urllib3'))")
+def imported_by(build, *prefixes):
+    """The modules under ``prefixes`` that a fresh interpreter has imported after ``build``
+    (Python source that builds a parser)."""
+    probe = (f"import sys; from kubectl_gpuisolate.cli import build_parser; {build}; "
+             f"print(' '.join(m for m in sys.modules if m.startswith({prefixes!r})))")
     proc = run_python(["-c", probe])
     assert proc.returncode == 0, proc.stderr
+    return set(proc.stdout.split())
+
+
+def test_build_parser_imports_neither_kubernetes_nor_urllib3():
+    assert imported_by("build_parser()", "kubernetes", "urllib3") == set()
 
 
 def test_build_parser_imports_no_engine():
-    """Every run builds every command's parser: evacuate's engine and output wait for its run."""
-    probe = ("import sys; from kubectl_gpuisolate.cli import build_parser; build_parser(); "
-             "print(' '.join(m for m in sys.modules if m.startswith(('kubectl_gpuisolate.evacuation', "
-             "'kubectl_gpuisolate.output.evacuate'))))")
-    proc = run_python(["-c", probe])
-    assert proc.returncode == 0 and proc.stdout.split() == [], proc.stderr + proc.stdout
+    """Every command's parser (help, completion) is built without evacuate's engine and output:
+    they wait for its run."""
+    assert imported_by("build_parser()", "kubectl_gpuisolate.evacuation",
+                       "kubectl_gpuisolate.output.evacuate") == set()
 
 
 # -- a run builds only its command's parser ----------------------------------------------------
@@ -371,12 +375,7 @@ def test_help_before_the_command_lists_every_command(capsys):
 
 
 def test_a_status_run_imports_no_other_command():
-    probe = ("import sys; from kubectl_gpuisolate.cli import build_parser; "
-             "build_parser(['--context', 'x', 'status']); "
-             "print(' '.join(m for m in sys.modules if m.startswith('kubectl_gpuisolate.commands.')))")
-    proc = run_python(["-c", probe])
-    assert proc.returncode == 0, proc.stderr
-    imported = set(proc.stdout.split())
+    imported = imported_by("build_parser(['--context', 'x', 'status'])", "kubectl_gpuisolate.commands.")
     assert "kubectl_gpuisolate.commands.status" in imported
     assert not imported & {f"kubectl_gpuisolate.commands.{name}" for name in cli.COMMANDS
                            if name != "status"}, imported
