@@ -86,12 +86,13 @@ def _pods_by_workload(kube, namespaces):
     return out
 
 
-# As DAEMONSET_TIMEOUT: after the control-plane fault tests a Job's pod was not Succeeded within
-# 120 s (scripts/soak --control-plane, 2026-12-05), though it completes in about a second otherwise.
-WORKLOAD_TIMEOUT = 300
+# After the API server restarts of tests/e2e/test_control_plane_faults.py the controller-manager and
+# kwok can take minutes to catch up: 166 s to count a removed node out of a DaemonSet's desired pods
+# (a CI run), over 120 s to see a Job's pod Succeeded (scripts/soak --control-plane, 2026-12-05).
+AFTER_FAULTS_TIMEOUT = 300
 
 
-def wait_workloads(kube, workloads, targets, timeout=WORKLOAD_TIMEOUT):
+def wait_workloads(kube, workloads, targets, timeout=AFTER_FAULTS_TIMEOUT):
     """Wait until each workload's pods run (Jobs: succeeded) on target nodes.
 
     A pod that the scheduler put elsewhere (it had not yet seen a cordon) is
@@ -118,12 +119,7 @@ def wait_workloads(kube, workloads, targets, timeout=WORKLOAD_TIMEOUT):
     wait_for("workload pods", check, timeout)
 
 
-# After the API server restarts of tests/e2e/test_control_plane_faults.py the controller-manager can take
-# minutes to count the nodes a test removed out of a DaemonSet's desired pods (166 s in a CI run).
-DAEMONSET_TIMEOUT = 300
-
-
-def wait_daemonsets(kube, daemonsets, timeout=DAEMONSET_TIMEOUT):
+def wait_daemonsets(kube, daemonsets, timeout=AFTER_FAULTS_TIMEOUT):
     def check():
         for obj, count in daemonsets:
             m = obj["metadata"]
