@@ -1,10 +1,11 @@
 """The facts the planner needs, read concurrently: each node's pods (their essentials only),
 the cluster's PodDisruptionBudgets and whether the DaemonSets owning pods still exist; then,
 only when some pod would move, what the landing check reads (core.landing.Cluster): every
-node, the claims and volumes of the pods that would move, and their controllers' templates."""
+node, the claims and volumes of the pods that would move, and their controllers' templates,
+most of it begun while the pods are still arriving (LandingReads)."""
 
 from concurrent.futures import Future, ThreadPoolExecutor, as_completed
-from typing import Any, Callable, Dict, List, Optional, Set, Tuple
+from typing import Any, Dict, List, Optional, Set, Tuple
 
 from ..core import claims, gpu, landing, planner
 from ..errors import GpuIsolateError
@@ -18,7 +19,7 @@ LIST_OWNERS = 50
 
 
 def gather(kube, nodes, *, not_older_than=None, pdbs=None, check_daemonsets=True,
-           arrived: Optional[Callable[[Any, List[Any]], None]] = None):
+           reads: Optional["LandingReads"] = None):
     """Fetches, concurrently, the pods of each node (their essentials), the cluster's PDBs
     and whether the DaemonSets owning those pods still exist; a node's DaemonSets are
     looked up as soon as its pods arrive, while other nodes' pods are still coming.
@@ -26,8 +27,8 @@ def gather(kube, nodes, *, not_older_than=None, pdbs=None, check_daemonsets=True
     ``not_older_than``: the node list's resourceVersion, for reads from the API
     server's watch cache (see Kube.list_pods_on_node).  ``pdbs``: a Future of the PDB
     list when the caller started it earlier.  Returns ({node name: pods}, pdbs,
-    missing DaemonSets as (namespace, name)).  ``arrived(node, pods)`` is called with each
-    node's pods as they come, in this thread.
+    missing DaemonSets as (namespace, name)).  ``reads`` (LandingReads) is told of each node's
+    pods as they come, in this thread, and when the last has come.
     """
     by_name = {n["metadata"]["name"]: n for n in nodes}
     names = list(by_name)
@@ -36,18 +37,21 @@ def gather(kube, nodes, *, not_older_than=None, pdbs=None, check_daemonsets=True
     def pods_on(name):
         return [essentials.pod(p, share) for p in kube.list_pods_on_node(name, not_older_than=not_older_than)]
 
-    with ThreadPoolExecutor(max_workers=min(FETCH_WORKERS, len(nodes) + 1)) as pool:
+    # FETCH_WORKERS even for a node or two: their pods' DaemonSets are read here too.
+    with ThreadPoolExecutor(max_workers=FETCH_WORKERS) as pool:
         pdb_future = pdbs if pdbs is not None else pool.submit(kube.list_pdbs)
         futures = {pool.submit(pods_on, name): name for name in names}
         pods_by_node: Dict[str, List[Dict[str, Any]]] = {}
         ds_futures: Dict[Tuple[str, str], Future] = {}
         for future in as_completed(futures):
             pods = pods_by_node[futures[future]] = future.result()
-            if arrived is not None:
-                arrived(by_name[futures[future]], pods)
+            if reads is not None:
+                reads.arrived(by_name[futures[future]], pods)
             if check_daemonsets:
                 for key in planner.daemonsets_to_check(pods) - ds_futures.keys():
                     ds_futures[key] = pool.submit(kube.daemonset_exists, *key)
+        if reads is not None:
+            reads.complete()
         missing = frozenset(key for key, f in ds_futures.items() if not f.result())
         pdbs = pdb_future.result()
     return {name: pods_by_node[name] for name in names}, pdbs, missing
@@ -60,11 +64,10 @@ def build_plans(kube, nodes, options, *, check_daemonsets=True, not_older_than=N
     (default: ``nodes``'); what cannot be read for it is said to ``warn`` and left out.
     ``cluster_nodes``: every node, when the caller has just listed them (else listed here)."""
     warn = warn or (lambda message: None)
-    with ThreadPoolExecutor(max_workers=2) as early:
-        lists = TemplateLists(kube, options, early)
+    with ThreadPoolExecutor(max_workers=FETCH_WORKERS) as early:
+        reads = LandingReads(kube, options, early) if landing_check else None
         pods_by_node, pdbs, missing = gather(kube, nodes, not_older_than=not_older_than, pdbs=pdbs,
-                                             check_daemonsets=check_daemonsets,
-                                             arrived=lists.arrived if landing_check else None)
+                                             check_daemonsets=check_daemonsets, reads=reads)
         held = resource_claims(kube, [p for pods in pods_by_node.values() for p in pods], warn)
 
         plans = [planner.plan_node(node, pods_by_node[node["metadata"]["name"]], pdbs, options,
@@ -73,34 +76,42 @@ def build_plans(kube, nodes, options, *, check_daemonsets=True, not_older_than=N
         if not landing_check or not movers:
             return plans
         run = frozenset(run or (n["metadata"]["name"] for n in nodes))
-        cluster = landing_cluster(kube, run, movers, warn, cluster_nodes, lists.started)
+        cluster = landing_cluster(kube, run, movers, warn, cluster_nodes, reads)
         # Only the movers are decided again: the landing check changes no other decision.
         return [planner.plan_node(node, pods_by_node[plan.name], pdbs, options, missing, cluster,
                                   held, settled=plan.settled) for node, plan in zip(nodes, plans)]
 
 
-class TemplateLists:
-    """The lists of controllers' templates (kube.list_template_pins, one per kind) started
-    while the pods are still arriving: once the pods that would move already have more than
-    LIST_OWNERS controllers of one kind, _templates would list that kind anyway (at 5,000
-    nodes the ReplicaSets' 27 pages, ~5 s, are then read beside the pods rather than after).
+class LandingReads:
+    """What the landing check will read, begun while the pods are still arriving (gather).
 
     Each node's pods are planned as they arrive without PDBs, DaemonSet checks or claims; that
-    keeps more pods than the real plan does, never fewer, so no list is started that the real
-    plan would not make.  Only the pods whose controller is new and of a kind not yet listed
-    are planned (a decision is the pod's own): the rest cannot start a list."""
+    keeps more pods than the real plan does, never fewer.  Once the pods that would move have
+    more than LIST_OWNERS controllers of one kind, the list of that kind's templates starts
+    (kube.list_template_pins: at 5,000 nodes the ReplicaSets' 27 pages, ~5 s, are then read
+    beside the pods rather than after).  When the last node's pods are in, the GETs of the
+    other kinds' controllers and the movers' claims and volumes start, beside the DaemonSet
+    GETs rather than after them (at seed size that is two or three round trips fewer).
+
+    Only the pods whose controller or claim is new are planned (a decision is the pod's own):
+    the rest can start no read.  What the real plan needs and was not begun here,
+    landing_cluster reads itself."""
 
     def __init__(self, kube, options: planner.PlanOptions, pool: ThreadPoolExecutor):
         self.kube, self.options, self.pool = kube, options, pool
         self.owners: Dict[str, Set[Tuple[str, str]]] = {}
-        self.started: Dict[str, Future] = {}
+        self.claims: Set[Tuple[str, str]] = set()
+        self.started: Dict[str, Future] = {}                  # kind: its template list
+        self.controllers: Dict[Tuple[str, str, str], Future] = {}
+        self.volumes: Dict[Tuple[str, str], Future] = {}
 
     def arrived(self, node, pods):
-        pods = [p for p in pods if self._could_start_a_list(p)]
+        pods = [p for p in pods if self._could_start_a_read(p)]
         if not pods:
             return
-        plan = planner.plan_node(node, pods, (), self.options)
-        for namespace, kind, name in _controllers(_movers(plan, pods)):
+        movers = _movers(planner.plan_node(node, pods, (), self.options), pods)
+        self.claims |= _claims(movers)
+        for namespace, kind, name in _controllers(movers):
             if kind in self.started or kind not in CONTROLLER_PATHS:
                 continue
             seen = self.owners.setdefault(kind, set())
@@ -108,7 +119,19 @@ class TemplateLists:
             if len(seen) > LIST_OWNERS:
                 self.started[kind] = self.pool.submit(self.kube.list_template_pins, kind)
 
-    def _could_start_a_list(self, pod):
+    def complete(self):
+        """Every node's pods are in: the GETs of the kinds that are not listed, and the claims."""
+        for kind, keys in self.owners.items():
+            if kind not in self.started:
+                for namespace, name in sorted(keys):
+                    self.controllers[namespace, kind, name] = self.pool.submit(
+                        self.kube.get_controller, namespace, kind, name)
+        for claim in sorted(self.claims):
+            self.volumes[claim] = self.pool.submit(_volume, self.kube, claim)
+
+    def _could_start_a_read(self, pod):
+        if _claims([pod]) - self.claims:
+            return True
         ref = planner.controller_of(pod)
         if ref is None or ref.get("kind") in self.started or ref.get("kind") not in CONTROLLER_PATHS:
             return False
@@ -139,14 +162,15 @@ def _movers(plan, pods):
     return [p for p in pods if p["metadata"].get("uid") in uids]
 
 
-def landing_cluster(kube, run, movers, warn, cluster_nodes=None, started=None):
+def landing_cluster(kube, run, movers, warn, cluster_nodes=None, reads=None):
     """What the landing check reads for ``movers`` (core.landing.Cluster); ``run`` names the
     run's nodes.  Of each node it keeps what the filters and the GPU-node rules read.
-    ``started``: {kind: Future of its template list} begun earlier (TemplateLists)."""
+    ``reads``: the LandingReads begun while the pods arrived, if any."""
+    begun = (reads.started, reads.controllers, reads.volumes) if reads else ({}, {}, {})
     with ThreadPoolExecutor(max_workers=FETCH_WORKERS) as pool:
         all_nodes = pool.submit(kube.list_nodes) if cluster_nodes is None else None
-        volumes = pool.submit(_volumes, kube, movers, warn)
-        templates = pool.submit(_templates, kube, movers, warn, started or {})
+        volumes = pool.submit(_volumes, kube, movers, warn, begun[2])
+        templates = pool.submit(_templates, kube, movers, warn, *begun[:2])
         # Nodes the caller listed are already cut (essentials.node): copying them again would
         # hold a second 5,000 small dicts at the limit.
         everything = (list(cluster_nodes) if all_nodes is None else
@@ -157,20 +181,29 @@ def landing_cluster(kube, run, movers, warn, cluster_nodes=None, started=None):
             volumes=volumes.result(), templates=templates.result())
 
 
-def _volumes(kube, movers, warn):
+def _claims(pods):
+    """(namespace, claim name) of the pods' PersistentVolumeClaims."""
+    return {(p["metadata"].get("namespace", ""), v["persistentVolumeClaim"]["claimName"])
+            for p in pods for v in p["spec"].get("volumes") or ()
+            if (v.get("persistentVolumeClaim") or {}).get("claimName")}
+
+
+def _volume(kube, key):
+    """A claim's bound PV, None while unbound, or landing.MISSING."""
+    claim = kube.get_pvc(*key)
+    volume = ((claim or {}).get("spec") or {}).get("volumeName")
+    bound = ((claim or {}).get("status") or {}).get("phase") == "Bound"
+    return landing.MISSING if claim is None else (kube.get_pv(volume) if bound and volume else None)
+
+
+def _volumes(kube, movers, warn, begun):
     """{(namespace, claim): its bound PV, None while unbound, or landing.MISSING}; None when the
-    claims or volumes cannot be read (then the landing check leaves volumes out)."""
-    claims = sorted({(p["metadata"].get("namespace", ""), v["persistentVolumeClaim"]["claimName"])
-                     for p in movers for v in p["spec"].get("volumes") or ()
-                     if (v.get("persistentVolumeClaim") or {}).get("claimName")})
+    claims or volumes cannot be read (then the landing check leaves volumes out).  ``begun``:
+    {claim: Future of _volume} started earlier."""
     found: Dict[Tuple[str, str], Any] = {}
     try:
-        for key in claims:
-            claim = kube.get_pvc(*key)
-            volume = ((claim or {}).get("spec") or {}).get("volumeName")
-            bound = ((claim or {}).get("status") or {}).get("phase") == "Bound"
-            found[key] = landing.MISSING if claim is None else \
-                (kube.get_pv(volume) if bound and volume else None)
+        for key in sorted(_claims(movers)):
+            found[key] = begun[key].result() if key in begun else _volume(kube, key)
     except GpuIsolateError as exc:
         warn(f"the landing check leaves volumes out: {exc}")
         return None
@@ -184,10 +217,12 @@ def _controllers(pods):
             if ref.get("controller")}
 
 
-def _templates(kube, movers, warn, started):
+def _templates(kube, movers, warn, started, begun):
     """{(namespace, kind, name): nodeName} of the movers' controllers whose template sets one:
     a GET of each controller, or of a kind with more than LIST_OWNERS of them one list of that
-    kind (``started[kind]`` when begun earlier; where the list is refused, the GETs)."""
+    kind (where the list is refused, the GETs).  What was begun earlier (LandingReads), the
+    lists in ``started`` {kind: Future} and the GETs in ``begun`` {key: Future}, is waited for,
+    not read again."""
     owners = sorted(_controllers(movers))
     found = {}
     by_kind: Dict[str, List[Tuple[str, str, str]]] = {}
@@ -206,7 +241,8 @@ def _templates(kube, movers, warn, started):
         found.update({key: pins[key[0], key[2]] for key in keys if (key[0], key[2]) in pins})
     try:
         with ThreadPoolExecutor(max_workers=min(FETCH_WORKERS, len(single) + 1)) as pool:
-            controllers = list(pool.map(lambda key: kube.get_controller(*key) or {}, single))
+            reading = [begun.get(key) or pool.submit(kube.get_controller, *key) for key in single]
+            controllers = [future.result() or {} for future in reading]
     except GpuIsolateError as exc:
         warn(f"the landing check leaves controllers' templates out: {exc}")
         return {}

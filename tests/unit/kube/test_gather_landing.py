@@ -82,7 +82,7 @@ def test_a_pod_that_would_move_carries_its_landing_nodes():
     cluster = Counting([gpu_node(GPU_A, taints=[GPU_TAINT])], [pod("web")])
     decisions, _ = plans(cluster)
     assert (decisions["web"].action, decisions["web"].landing) == (MOVE, (WORKER,))
-    assert cluster.calls == ["list_nodes", "get_controller"]
+    assert sorted(cluster.calls) == ["get_controller", "list_nodes"]
 
 
 def test_a_pinned_pod_stays_and_a_bare_pod_is_not_judged():
@@ -271,16 +271,16 @@ def test_many_controllers_of_a_kind_that_cannot_be_listed_are_read_one_by_one():
 
 
 class Submitted:
-    """A pool that records which kinds would be listed, and runs nothing."""
+    """A pool that records what would be read, and runs nothing."""
 
     def __init__(self):
-        self.kinds = []
+        self.reads = []
 
-    def submit(self, fn, kind):
-        self.kinds.append(kind)
+    def submit(self, fn, *args):
+        self.reads.append((fn.__name__, *args))
 
 
-def test_the_early_pass_plans_only_pods_that_could_start_a_list(monkeypatch):
+def test_the_early_pass_plans_only_pods_that_could_start_a_read(monkeypatch):
     planned, real = [], gather.planner.plan_node
 
     def counting(node, pods, *rest):
@@ -289,15 +289,50 @@ def test_the_early_pass_plans_only_pods_that_could_start_a_list(monkeypatch):
 
     monkeypatch.setattr(gather.planner, "plan_node", counting)
     pool = Submitted()
-    lists = gather.TemplateLists(FakeCluster([], []), OPTIONS, pool)
+    reads = gather.LandingReads(FakeCluster([], []), OPTIONS, pool)
     node = gpu_node(GPU_A, taints=[GPU_TAINT])
-    lists.arrived(node, [pod("bare", owner_ref=None), pod("ds", owner_ref=owner("DaemonSet", "agent")),
+    reads.arrived(node, [pod("bare", owner_ref=None), pod("ds", owner_ref=owner("DaemonSet", "agent")),
                          pod("rs-0", owner_ref=owner(name="rs-0"))])
-    lists.arrived(node, [pod("again", owner_ref=owner(name="rs-0"))])     # rs-0 is counted already
+    reads.arrived(node, [pod("again", owner_ref=owner(name="rs-0"))])     # rs-0 is counted already
     assert planned == ["rs-0"]
-    lists.arrived(node, [pod(f"p-{i}", owner_ref=owner(name=f"rs-{i}"))
+    reads.arrived(node, [pod(f"p-{i}", owner_ref=owner(name=f"rs-{i}"))
                          for i in range(1, gather.LIST_OWNERS + 1)])
-    assert pool.kinds == ["ReplicaSet"] and len(planned) == gather.LIST_OWNERS + 1
-    lists.arrived(node, [pod("late", owner_ref=owner(name="rs-late")),
-                         pod("db-0", owner_ref=owner("StatefulSet", "db"))])
-    assert planned[-1] == "db-0" and "late" not in planned                # ReplicaSets are listed already
+    assert pool.reads == [("list_template_pins", "ReplicaSet")] and len(planned) == gather.LIST_OWNERS + 1
+    reads.arrived(node, [pod("late", owner_ref=owner(name="rs-late")), claim_pod("db-0", "data-0"),
+                         claim_pod("db-1", "data-1")])
+    assert planned[-2:] == ["db-0", "db-1"] and "late" not in planned     # ReplicaSets are listed already
+    reads.arrived(node, [claim_pod("db-0-again", "data-0")])              # its claim is counted already
+    assert planned[-1] == "db-1"
+    reads.complete()      # the kinds not listed are read one by one, and the claims
+    assert pool.reads[1:] == [("get_controller", "apps", "StatefulSet", "db"),
+                              ("_volume", reads.kube, ("apps", "data-0")),
+                              ("_volume", reads.kube, ("apps", "data-1"))]
+
+
+class HeldDaemonSets(Counting):
+    """The DaemonSet GETs are answered only once ``waits_for`` has been read (at most 5 s)."""
+
+    def __init__(self, *args, waits_for, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.waits_for, self.read = waits_for, threading.Event()
+
+    def _count(self, name):
+        super()._count(name)
+        if name == self.waits_for:
+            self.read.set()
+
+    def daemonset_exists(self, namespace, name):
+        self.read.wait(5)
+        self._count("daemonset_exists")
+        return True
+
+
+@pytest.mark.parametrize("read", ["get_controller", "get_pv"])
+def test_the_movers_controllers_and_volumes_are_read_beside_the_daemonset_gets(read):
+    cluster = HeldDaemonSets([gpu_node(GPU_A, taints=[GPU_TAINT])],
+                             [pod("agent", owner_ref=owner("DaemonSet", "agent")), claim_pod()],
+                             pvcs={("apps", "data"): pvc()}, pvs={"pv-1": {"metadata": {"name": "pv-1"}}},
+                             waits_for=read)
+    decisions, warnings = plans(cluster)
+    assert cluster.calls.index(read) < cluster.calls.index("daemonset_exists")
+    assert decisions["db-0"].action == MOVE and warnings == []
