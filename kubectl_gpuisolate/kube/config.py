@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import List
 
 from ..errors import ConfigError
+from . import yamlite
 
 # The pod's service-account files (token, ca.crt, namespace).  A module constant, not a
 # setting: only tests point it elsewhere.
@@ -69,15 +70,26 @@ def _is_file(path):
 
 
 def _read(path):
+    try:
+        with open(path, encoding="utf-8") as handle:
+            text = handle.read()
+    except OSError as exc:
+        raise ConfigError(f"cannot read kubeconfig {path}: {exc.strerror}") from exc
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"kubeconfig {path} is not UTF-8 text; fix or remove it") from exc
+    # The YAML kubectl writes is read without PyYAML (kube.yamlite: its import is ~10 ms of a
+    # status); anything else, and every error, is PyYAML's.
+    data = yamlite.load(text)
+    return _read_yaml(path, text) if data is None else data
+
+
+def _read_yaml(path, text):
     import yaml  # PyYAML; only kubernetes is kept off the fast paths
 
     try:
-        with open(path, encoding="utf-8") as handle:
-            # libyaml's loader when PyYAML has it: the same documents, parsed many times faster
-            # (kubeconfigs carry kilobytes of base64 certificates).
-            data = yaml.load(handle, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
-    except OSError as exc:
-        raise ConfigError(f"cannot read kubeconfig {path}: {exc.strerror}") from exc
+        # libyaml's loader when PyYAML has it: the same documents, parsed many times faster
+        # (kubeconfigs carry kilobytes of base64 certificates).
+        data = yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1}" if mark else ""

@@ -11,7 +11,10 @@ from kubectl_gpuisolate.kube import config as kubeconfig
 
 def write(path, data):
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(data if isinstance(data, str) else yaml.safe_dump(data))
+    if isinstance(data, bytes):
+        path.write_bytes(data)
+    else:
+        path.write_text(data if isinstance(data, str) else yaml.safe_dump(data))
     return str(path)
 
 
@@ -129,8 +132,9 @@ def test_merge_empty_file(tmp_path):
     ("clusters: {name: a}\n", ["'clusters' must be a list"]),
     ("users:\n- user: {token: t}\n", ["an entry of 'users' has no name"]),
     ("contexts:\n- just-a-string\n", ["an entry of 'contexts' has no name"]),
+    (b"current-context: caf\xe9\n", ["is not UTF-8 text"]),
 ], ids=["unclosed-flow", "unclosed-list", "tab", "top-level-list", "top-level-string",
-        "section-not-list", "entry-without-name", "entry-not-mapping"])
+        "section-not-list", "entry-without-name", "entry-not-mapping", "not-utf-8"])
 def test_merge_malformed(tmp_path, text, fragments):
     good = write(tmp_path / "good", config(current="x"))
     bad = write(tmp_path / "bad-config", text)
@@ -142,6 +146,14 @@ def test_merge_malformed(tmp_path, text, fragments):
     assert "\n" not in message
     for fragment in fragments:
         assert fragment in message
+
+
+def test_merge_reads_yaml_outside_the_fast_subset_with_pyyaml(tmp_path):
+    """kube/yamlite.py reads what kubectl writes; anchors, flow mappings and the like are PyYAML's."""
+    text = ("clusters:\n- name: a\n  cluster: &c {server: 'https://a:6443'}\n- name: b\n  cluster: *c\n"
+            "users:\n- name: u\n  user:\n    token: |-\n      t0k3n\n")
+    merged = kubeconfig.merge([write(tmp_path / "config", text)])
+    assert merged.clusters["b"] == {"server": "https://a:6443"} and merged.users["u"] == {"token": "t0k3n"}
 
 
 def test_merge_unreadable(tmp_path):
