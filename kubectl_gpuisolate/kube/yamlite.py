@@ -89,8 +89,6 @@ def _sequence(lines: List[Line], at: int, indent: int) -> Tuple[list, int]:
         column = indent + len(lines[at][1]) - len(rest)
         if not rest:
             node, at = _nested(lines, at + 1, indent, sequence_here=False)
-        elif _is_item(rest):
-            raise _Outside("a sequence in a sequence's entry")
         elif _split(rest) is not None:
             lines[at] = (column, rest)       # "- key: value" opens a mapping at the key's column
             node, at = _mapping(lines, at, column)

@@ -169,7 +169,7 @@ def test_a_document_outside_the_subset_is_left_to_pyyaml():
     "a: <<\n", "<<: {}\n", "a: =\n",
     "a:\tb\n", "a: b\r\nc: d\r\n",       # tabs, CRLF
     "a: b\n---\nc: d\n",                 # two documents
-    "a: b\n...\n",
+    "a: b\n...\n", "--- a: b\n",
     "? a\n: b\n",                        # complex keys
     "'a': b\n", '"a": b\n',              # quoted keys
     "a: é\n",                            # not ASCII
@@ -195,6 +195,7 @@ def test_outside_the_subset(text):
     ("k:\n- a\n-\n  - b\n- c: d\n  e: f\n-   g: h\n", {"k": ["a", ["b"], {"c": "d", "e": "f"}, {"g": "h"}]}),
     ("a:\n\n  # comment\n  b: {}\nc: []\n", {"a": {"b": {}}, "c": []}),
     ("a: b\na: c\n", {"a": "c"}),                                # the last of two keys, as PyYAML
+    ("k:\n-\n- b\n", {"k": [None, "b"]}),                       # an empty entry, then the next
     ("---\na: b\n", {"a": "b"}),
 ])
 def test_what_it_reads(text, expected):
