@@ -73,10 +73,10 @@ def build_plans(kube, nodes, options, *, check_daemonsets=True, not_older_than=N
         plans = [planner.plan_node(node, pods_by_node[node["metadata"]["name"]], pdbs, options,
                                    missing, None, held) for node in nodes]
         movers = [pod for plan in plans for pod in _movers(plan, pods_by_node[plan.name])]
-        if not landing_check or not movers:
+        if reads is None or not movers:     # no landing check, or nothing for it to judge
             return plans
         run = frozenset(run or (n["metadata"]["name"] for n in nodes))
-        cluster = landing_cluster(kube, run, movers, warn, cluster_nodes, reads)
+        cluster = landing_cluster(kube, run, movers, warn, reads, cluster_nodes)
         # Only the movers are decided again: the landing check changes no other decision.
         return [planner.plan_node(node, pods_by_node[plan.name], pdbs, options, missing, cluster,
                                   held, settled=plan.settled) for node, plan in zip(nodes, plans)]
@@ -162,15 +162,14 @@ def _movers(plan, pods):
     return [p for p in pods if p["metadata"].get("uid") in uids]
 
 
-def landing_cluster(kube, run, movers, warn, cluster_nodes=None, reads=None):
+def landing_cluster(kube, run, movers, warn, reads: LandingReads, cluster_nodes=None):
     """What the landing check reads for ``movers`` (core.landing.Cluster); ``run`` names the
     run's nodes.  Of each node it keeps what the filters and the GPU-node rules read.
-    ``reads``: the LandingReads begun while the pods arrived, if any."""
-    begun = (reads.started, reads.controllers, reads.volumes) if reads else ({}, {}, {})
+    ``reads``: the LandingReads begun while the pods arrived."""
     with ThreadPoolExecutor(max_workers=FETCH_WORKERS) as pool:
         all_nodes = pool.submit(kube.list_nodes) if cluster_nodes is None else None
-        volumes = pool.submit(_volumes, kube, movers, warn, begun[2])
-        templates = pool.submit(_templates, kube, movers, warn, *begun[:2])
+        volumes = pool.submit(_volumes, kube, movers, warn, reads.volumes)
+        templates = pool.submit(_templates, kube, movers, warn, reads.started, reads.controllers)
         # Nodes the caller listed are already cut (essentials.node): copying them again would
         # hold a second 5,000 small dicts at the limit.
         everything = (list(cluster_nodes) if all_nodes is None else
