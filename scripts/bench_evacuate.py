@@ -120,15 +120,7 @@ class Workload:
     def reset(self, pods):
         """Untainted, uncordoned GPU nodes, each with its GPU pod and `pods` Running ordinary pods.
         Returns the UIDs of the GPU pods."""
-        for name in self.gpu_nodes:
-            self.k("patch", "node", name, "--type=merge", "-p",
-                   '{"spec":{"taints":null,"unschedulable":null}}')
-        self.k("delete", "rs", "-n", NS, "-l", f"{LABEL}=app", "--wait=false")
-        self.k("delete", "pods", "-n", NS, "-l", f"{LABEL}=app", "--grace-period=0", "--force",
-               "--wait=false")
-        self.wait("the old bench pods to go",
-                  lambda: (not self.items("pods", "-n", NS, "-l", f"{LABEL}=app"), "pods left"))
-        self.wait("the GPU pods", self._gpu_pods_ready)
+        self.clear("rs")
         for i, node in enumerate(self.gpu_nodes):     # each node's pods while only it is schedulable
             self.k("cordon", *[n for n in self.gpu_nodes + self.land_nodes if n != node])
             self.k("uncordon", node)
@@ -136,6 +128,19 @@ class Workload:
             self.wait(f"{pods} pods on {node}", lambda node=node: self._placed(node, pods))
         self.k("uncordon", *self.gpu_nodes, *self.land_nodes)
         return {p["metadata"]["uid"] for p in self.pods("gpu")}
+
+    def clear(self, kinds):
+        """The GPU nodes untainted and uncordoned, the ordinary pods and their ``kinds`` (a
+        kubectl resource list) gone, the GPU pods Running: where every reset starts."""
+        for name in self.gpu_nodes:
+            self.k("patch", "node", name, "--type=merge", "-p",
+                   '{"spec":{"taints":null,"unschedulable":null}}')
+        self.k("delete", kinds, "-n", NS, "-l", f"{LABEL}=app", "--wait=false")
+        self.k("delete", "pods", "-n", NS, "-l", f"{LABEL}=app", "--grace-period=0", "--force",
+               "--wait=false")
+        self.wait("the old bench pods to go",
+                  lambda: (not self.items("pods", "-n", NS, "-l", f"{LABEL}=app"), "pods left"))
+        self.wait("the GPU pods", self._gpu_pods_ready)
 
     def _placed(self, node, pods):
         running = [p for p in self.pods("app") if p["status"].get("phase") == "Running"

@@ -49,15 +49,7 @@ class SpreadWorkload(evac.Workload):
         The pods are created bound (spec.nodeName) and without owners, then their ReplicaSets,
         which adopt them: at 5,000 nodes, placing 1,000 pods through the scheduler a node at a
         time took ~8 min a reset.  Their replacements are the scheduler's, as before."""
-        for name in self.gpu_nodes:
-            self.k("patch", "node", name, "--type=merge", "-p",
-                   '{"spec":{"taints":null,"unschedulable":null}}')
-        self.k("delete", "rs,pdb", "-n", evac.NS, "-l", f"{evac.LABEL}=app", "--wait=false")
-        self.k("delete", "pods", "-n", evac.NS, "-l", f"{evac.LABEL}=app", "--grace-period=0",
-               "--force", "--wait=false")
-        self.wait("the old bench pods to go",
-                  lambda: (not self.items("pods", "-n", evac.NS, "-l", f"{evac.LABEL}=app"), "pods left"))
-        self.wait("the GPU pods", self._gpu_pods_ready)
+        self.clear("rs,pdb")
         names = [f"app-{j:02d}" for j in range(pods)]
         sets = [evac._replicaset(name, None, len(self.gpu_nodes), False) for name in names]
         bound = [_bound_pod(rs, node, i) for i, node in enumerate(self.gpu_nodes) for rs in sets]
