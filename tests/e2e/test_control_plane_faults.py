@@ -34,12 +34,13 @@ EVACUATE = ("evacuate", GPU_A, "--delete-emptydir-data", "-o", "json", "--max-pa
 @pytest.fixture
 def control_plane(sandbox):
     """The sandbox's processes; whatever a test did to them, etcd runs and the API server is up
-    again afterwards."""
+    again afterwards, and its clients are started afresh (ControlPlane.restart_clients)."""
     cp = ControlPlane(sandbox.dir)
     yield cp
     cp.resume_etcd()
     if not sandbox.is_up():
         cp.start_apiserver()
+    cp.restart_clients()
 
 
 def restart_apiserver(cp, down=2.0):

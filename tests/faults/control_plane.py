@@ -10,9 +10,11 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tests" / "sandbox"))
-from sandboxctl import components, procs  # noqa: E402
+from sandboxctl import components, control, procs  # noqa: E402
 
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
+# The components that watch the API server and act on what they see.
+CLIENTS = ("kube-controller-manager", "kube-scheduler", "kwok")
 
 
 class ControlPlane:
@@ -61,6 +63,29 @@ class ControlPlane:
 
     def resume_etcd(self):
         os.kill(self.record("etcd")["pid"], signal.SIGCONT)
+
+    # -- the API server's clients ------------------------------------------------------------------
+    def restart_clients(self, timeout=120):
+        """Stops and starts the controller-manager, the scheduler and kwok with their recorded
+        flags; returns once each is healthy.  What they missed while the API server was down or
+        etcd paused can stay in their memory for minutes: after these tests a CI run's reset
+        waited over 300 s for a recreated Job's pod (2026-12-05).  So a test that faulted the
+        control plane hands the next one clients that start from the API server's state.
+
+        The node leases go with kwok: a new kwok has a new identity, and would wait for the old
+        one's leases to run out (40 s) before it plays any pod's stages on their nodes."""
+        lock = self._state().lock()
+        try:
+            state = self._state()
+            scale = state.data.get("scenario") == "scale"
+            for name in CLIENTS:
+                procs.stop(state.components()[name])
+                if name == "kwok":
+                    control.kube_for(state).request(
+                        "DELETE", "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases")
+                components.start(state, name, scale, timeout=timeout)
+        finally:
+            os.close(lock)
 
     # -- cost ---------------------------------------------------------------------------------------
     def cpu_seconds(self, name="kube-apiserver"):

@@ -113,8 +113,10 @@ def wait_workloads(kube, workloads, targets, timeout=AFTER_FAULTS_TIMEOUT):
             want_phase = "Succeeded" if obj["kind"] == "Job" else "Running"
             ok = [p for p in got if p["status"].get("phase") == want_phase]
             if len(ok) != count or len(got) != count:
+                seen = ", ".join(f"{p['metadata']['name']} {p['status'].get('phase')} on "
+                                 f"{p['spec'].get('nodeName') or 'no node'}" for p in got)
                 return False, (f"{obj['kind']} {meta['namespace']}/{meta['name']}: "
-                               f"{len(ok)}/{count} {want_phase}")
+                               f"{len(ok)}/{count} {want_phase} (pods: {seen or 'none'})")
         return True, ""
     wait_for("workload pods", check, timeout)
 
@@ -177,10 +179,12 @@ def load_workloads(kube, log):
     try:
         for targets, workloads in seed.phases():
             set_schedulable(kube, targets, seed.ALL_NODES)
+            started = time.monotonic()
             for obj, _ in workloads:
                 kube.create(obj)
             wait_workloads(kube, workloads, targets)
-            log(f"placed {len(workloads)} workloads on {', '.join(targets)}")
+            log(f"placed {len(workloads)} workloads on {', '.join(targets)} "
+                f"in {time.monotonic() - started:.1f}s")
     finally:
         restore_nodes(kube, seed.nodes())
     pdbs = seed.pdbs()
