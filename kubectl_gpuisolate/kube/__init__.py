@@ -36,7 +36,7 @@ Obj = Dict[str, Any]                      # an API object as the server's JSON d
 @runtime_checkable
 class KubeApi(Protocol):
     """What commands, the engine and completion may ask of the cluster.  ``Kube`` is the real
-    one; test fakes are checked against this (tests/unit/test_kube_protocol.py)."""
+    one; test fakes are checked against this (tests/unit/kube/test_kube_protocol.py)."""
 
     def list_nodes(self, selector: Optional[str] = None, *, limit: Optional[int] = None,
                    retry: bool = True) -> List[Obj]: ...

@@ -253,13 +253,25 @@ def b64(value, field):
 
 
 def parse_rfc3339(text):
+    """Seconds since the epoch of an RFC 3339 time (an ExecCredential's expirationTimestamp),
+    its UTC offset applied; None when it is not one (as Go, a time without a zone is not)."""
     if not text:
         return None
     import calendar
+    import re
+    match = re.fullmatch(r"(\d{4}-\d\d-\d\d[Tt]\d\d:\d\d:\d\d)(?:\.\d+)?([Zz]|[+-]\d\d:\d\d)",
+                         text.strip())
+    if not match:
+        return None
     try:
-        return calendar.timegm(time.strptime(text[:19], "%Y-%m-%dT%H:%M:%S"))
+        seconds = calendar.timegm(time.strptime(match.group(1).upper(), "%Y-%m-%dT%H:%M:%S"))
     except ValueError:
         return None
+    zone = match.group(2)
+    if zone in "Zz":
+        return seconds
+    offset = int(zone[1:3]) * 3600 + int(zone[4:6]) * 60
+    return seconds - offset if zone[0] == "+" else seconds + offset
 
 
 def ssl_context(cluster, credentials):
@@ -307,7 +319,11 @@ def _check_cert_dates(cert_value, is_data, context_name):
     from .x509 import certificate_dates
 
     try:
-        pem = cert_value if is_data else open(cert_value, encoding="ascii", errors="replace").read()
+        if is_data:
+            pem = cert_value
+        else:
+            with open(cert_value, encoding="ascii", errors="replace") as handle:
+                pem = handle.read()
     except OSError:
         return                     # load_cert_chain reports it
     dates = certificate_dates(pem)

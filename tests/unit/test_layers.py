@@ -142,3 +142,12 @@ def test_no_function_is_over_50_lines(path):
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
             and node.end_lineno - node.lineno + 1 > MAX_FUNCTION_LINES]
     assert not long, f"{label(path)}: {', '.join(long)}"
+
+
+def test_every_test_path_a_module_names_exists():
+    """Docstrings and comments that point to a test file point to one that is there."""
+    import re
+    named = {(label(path), ref) for path in modules()
+             for ref in re.findall(r"\btests/[\w./-]*\w", path.read_text(encoding="utf-8"))}
+    assert named, "no module names a test path: the pattern is wrong"
+    assert [(where, ref) for where, ref in sorted(named) if not (PACKAGE.parent / ref).exists()] == []

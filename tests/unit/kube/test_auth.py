@@ -301,3 +301,21 @@ def test_in_cluster_takes_only_the_token_and_ca_flags_as_client_go_does(account,
     assert flagged.in_cluster and flagged.cluster["server"] == base.cluster["server"]
     assert flagged.cluster["certificate-authority"] == str(tmp_path / "other-ca.crt")
     assert auth.credentials_for(flagged).headers() == {"Authorization": "Bearer flag-token"}
+
+
+def test_the_client_certificate_file_read_for_its_dates_is_closed(tmp_path, monkeypatch):
+    """_check_cert_dates reads the file named in the kubeconfig and closes it (no leaked handle)."""
+    import builtins
+    cert = tmp_path / "client.crt"
+    cert.write_text("not a certificate\n")
+    opened = []
+    real_open = builtins.open
+
+    def tracking_open(*args, **kwargs):
+        handle = real_open(*args, **kwargs)
+        opened.append(handle)
+        return handle
+    monkeypatch.setattr(builtins, "open", tracking_open)
+    auth._check_cert_dates(str(cert), False, "ctx")
+    assert [h.name for h in opened] == [str(cert)]
+    assert all(h.closed for h in opened)

@@ -157,8 +157,14 @@ def test_short(text, expected):
 @pytest.mark.parametrize("text, expected", [
     ("2025-01-01T00:00:00Z", 1735689600),
     ("2025-01-01T00:00:00.123456Z", 1735689600),
+    ("2025-01-01T02:30:00+02:30", 1735689600),          # 02:30 at +02:30 is midnight UTC
+    ("2024-12-31T19:00:00.5-05:00", 1735689600),
+    ("2025-01-01t00:00:00z", 1735689600),
+    ("2025-01-01T00:00:00", None),                      # no zone: Go refuses it too
+    ("2025-01-01T00:00:00+0200", None), ("2025-13-01T00:00:00Z", None),
     ("", None), (None, None), ("not a time", None),
-], ids=["utc", "fraction", "empty", "none", "garbage"])
+], ids=["utc", "fraction", "east", "west", "lowercase", "no-zone", "bad-offset", "bad-month",
+        "empty", "none", "garbage"])
 def test_parse_rfc3339(text, expected):
     assert credentials.parse_rfc3339(text) == expected
 
