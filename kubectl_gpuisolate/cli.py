@@ -15,7 +15,8 @@ import sys
 from . import __version__, interrupts
 from .commands.common import IO
 from .completion.registry import RecordingParser
-from .errors import EXIT_INTERNAL, EXIT_SIGINT, EXIT_SIGTERM, EXIT_USAGE, ApiError, GpuIsolateError
+from .errors import ApiError, GpuIsolateError
+from .exits import EXIT_INTERNAL, EXIT_SIGINT, EXIT_SIGTERM, EXIT_USAGE
 from .flags import add_connection_flags
 
 PROG = "kubectl gpuisolate"

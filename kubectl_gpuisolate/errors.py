@@ -1,30 +1,22 @@
-"""The error types and the exit-code table.
+"""The error types.
 
 Every failure the plugin reports is one of these classes.  Only ``cli.main``
 catches them, prints the one-line message and returns ``exit_code``.  The codes
-are documented in the README; keep the two in step.
+themselves are in exits.py.
 """
 
 from typing import Optional
 
-# Exit codes (README, "Exit codes").
-EXIT_OK = 0
-EXIT_FINDINGS = 1          # status --exit-code: misplaced pods or untainted GPU nodes
-EXIT_USAGE = 2             # bad flags, arguments, taint or selector syntax
-EXIT_CONFIG = 3            # kubeconfig missing/malformed, unknown context, bad credentials file
-EXIT_CONNECTION = 4        # server unreachable, timeout, TLS failure
-EXIT_AUTH = 5              # 401 Unauthorized or 403 Forbidden (RBAC)
-EXIT_NOT_FOUND = 6         # a named node does not exist, or no GPU nodes were found
-EXIT_CONFLICT = 7          # a write kept conflicting, or the taint exists with another value
-EXIT_API = 8               # any other API error
-EXIT_PREFLIGHT = 9         # evacuate refused before evicting anything
-EXIT_INCOMPLETE = 10       # evacuate: pods still pending or failed at the end
-EXIT_PYTHON = 11           # interpreter too old (the zipapp's guard)
-EXIT_INTERNAL = 12         # a bug: an unexpected exception (rerun with --debug)
-EXIT_FENCED = 13           # evacuate --taint: a NoExecute taint not applied; the node keeps its
-                           # NoSchedule fence
-EXIT_SIGINT = 130
-EXIT_SIGTERM = 143
+from .exits import (
+    EXIT_API,
+    EXIT_AUTH,
+    EXIT_CONFIG,
+    EXIT_CONFLICT,
+    EXIT_CONNECTION,
+    EXIT_NOT_FOUND,
+    EXIT_USAGE,
+    SIGNALS,
+)
 
 
 class GpuIsolateError(Exception):
@@ -137,6 +129,5 @@ class Interrupted(GpuIsolateError):
     """SIGINT or SIGTERM arrived; the command has already printed its summary."""
 
     def __init__(self, signum):
-        from .interrupts import SIGNALS  # the one table (interrupts imports this module)
         name, code = SIGNALS[signum]
         super().__init__(f"interrupted by {name}", exit_code=code)

@@ -1,6 +1,8 @@
 """Flags shared by every subcommand: connection flags as in kubectl, dry-run
-and output format.  No I/O and no ``kubernetes`` import; the connection flags'
-completers (completion/completers.py) are attached here, where the flags are defined.
+and output format.  No I/O and no ``kubernetes`` import.  It may import core/ and
+errors.py only: completion/ reaches kube/, so the connection flags' completers are
+attached here by flag name (``completed``) and completion/completers.py fills
+``COMPLETERS`` with them.
 
 Shared flags are attached both to the top-level parser and to each
 subcommand, with ``default=SUPPRESS`` so that a value given before the
@@ -8,23 +10,37 @@ subcommand is not overwritten by the subcommand's default.
 """
 
 import argparse
-import enum
 import re
 from dataclasses import dataclass
-from typing import Optional, Tuple
+from typing import Callable, Dict, Iterable, Optional, Tuple
 
-from .completion.completers import complete_clusters, complete_contexts, complete_files, complete_users
+from .core.dryrun import DryRun
 from .errors import UsageError
 
+# The completers of the flags defined here, by flag name: completion/completers.py fills it
+# when it is imported (every completion path imports it first).
+COMPLETERS: Dict[str, Callable[..., Iterable[str]]] = {}
 
-class DryRun(enum.Enum):
-    NONE = "none"
-    CLIENT = "client"
-    SERVER = "server"
 
-    @property
-    def suffix(self):
-        return {"none": "", "client": " (dry run)", "server": " (server dry run)"}[self.value]
+class NamedCompleter:
+    """``action.completer`` of a flag defined here (what argcomplete calls): the completer
+    registered in COMPLETERS under the flag's name, found when completion asks."""
+
+    def __init__(self, flag):
+        self.flag = flag
+
+    def resolve(self):
+        return COMPLETERS.get(self.flag)
+
+    def __call__(self, **kwargs):
+        completer = self.resolve()
+        return completer(**kwargs) if completer else ()
+
+
+def completed(action):
+    """Attaches to a flag's action the completer registered under its (first) name."""
+    action.completer = NamedCompleter(action.option_strings[0])
+    return action
 
 
 @dataclass(frozen=True)
@@ -109,14 +125,14 @@ def parse_dry_run(text):
 def add_connection_flags(parser):
     group = parser.add_argument_group("connection (as in kubectl)")
     suppress = argparse.SUPPRESS
-    group.add_argument("--kubeconfig", default=suppress, metavar="FILE",
-                       help="path to the kubeconfig file (replaces $KUBECONFIG)").completer = complete_files
-    group.add_argument("--context", default=suppress, metavar="NAME",
-                       help="the kubeconfig context to use").completer = complete_contexts
-    group.add_argument("--cluster", default=suppress, metavar="NAME",
-                       help="the kubeconfig cluster to use").completer = complete_clusters
-    group.add_argument("--user", default=suppress, metavar="NAME",
-                       help="the kubeconfig user to use").completer = complete_users
+    completed(group.add_argument("--kubeconfig", default=suppress, metavar="FILE",
+                                 help="path to the kubeconfig file (replaces $KUBECONFIG)"))
+    completed(group.add_argument("--context", default=suppress, metavar="NAME",
+                                 help="the kubeconfig context to use"))
+    completed(group.add_argument("--cluster", default=suppress, metavar="NAME",
+                                 help="the kubeconfig cluster to use"))
+    completed(group.add_argument("--user", default=suppress, metavar="NAME",
+                                 help="the kubeconfig user to use"))
     group.add_argument("-n", "--namespace", default=suppress, metavar="NS",
                        help="namespace (accepted for kubectl compatibility; nodes are cluster-wide)")
     group.add_argument("--request-timeout", default=suppress, metavar="DURATION",
@@ -138,12 +154,12 @@ def _add_override_flags(group, suppress):
                        help="the address and port of the Kubernetes API server")
     group.add_argument("--token", default=suppress, metavar="TOKEN",
                        help="bearer token for authentication to the API server")
-    group.add_argument("--certificate-authority", default=suppress, metavar="FILE",
-                       help="path to a cert file for the certificate authority").completer = complete_files
-    group.add_argument("--client-certificate", default=suppress, metavar="FILE",
-                       help="path to a client certificate file for TLS").completer = complete_files
-    group.add_argument("--client-key", default=suppress, metavar="FILE",
-                       help="path to a client key file for TLS").completer = complete_files
+    completed(group.add_argument("--certificate-authority", default=suppress, metavar="FILE",
+                                 help="path to a cert file for the certificate authority"))
+    completed(group.add_argument("--client-certificate", default=suppress, metavar="FILE",
+                                 help="path to a client certificate file for TLS"))
+    completed(group.add_argument("--client-key", default=suppress, metavar="FILE",
+                                 help="path to a client key file for TLS"))
     group.add_argument("--tls-server-name", default=suppress, metavar="NAME",
                        help="server name to use for server certificate validation")
     for name, text in (("--insecure-skip-tls-verify", "do not check the server's certificate "

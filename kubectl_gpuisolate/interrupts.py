@@ -1,5 +1,5 @@
-"""Signals: SIGINT and SIGTERM, their names and exit codes (``SIGNALS``, the one table), and
-how they end the process.
+"""Signals: how SIGINT and SIGTERM end the process (their names and exit codes are
+``exits.SIGNALS``).
 
 Every command runs under ``hard_stops`` (cli.main): a signal unwinds the main thread at once
 (``hard_stop``).  evacuate runs under ``graceful``: the first signal only sets its stop event,
@@ -14,9 +14,8 @@ import sys
 import threading
 import time
 
-from .errors import EXIT_SIGINT, EXIT_SIGTERM
+from .exits import SIGNALS
 
-SIGNALS = {signal.SIGINT: ("SIGINT", EXIT_SIGINT), signal.SIGTERM: ("SIGTERM", EXIT_SIGTERM)}
 EXIT_GRACE = 2.0        # seconds the main thread gets to unwind before the process ends anyway
 _said = threading.Event()
 

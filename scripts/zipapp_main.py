@@ -16,7 +16,7 @@ import sys
 
 NAME = "kubectl-gpuisolate"
 BUILD_ID = "@BUILD_ID@"  # shiv's build id (the sha256 of site-packages), set by scripts/build
-EXIT_PYTHON = 11  # kubectl_gpuisolate.errors.EXIT_PYTHON: the zipapp cannot start
+EXIT_PYTHON = 11  # kubectl_gpuisolate.exits.EXIT_PYTHON: the zipapp cannot start
 
 
 def _stop(message):

@@ -41,10 +41,12 @@ from typing import TYPE_CHECKING, Optional
 
 from ..completion.completers import complete_taint
 from ..core import planner
+from ..core.dryrun import DryRun
 from ..core.noexecute import PREFER_NO_SCHEDULE
 from ..core.taints import DEFAULT_TAINT, Taint, parse_taint
-from ..errors import EXIT_FENCED, EXIT_INCOMPLETE, EXIT_OK, EXIT_PREFLIGHT, Interrupted, UsageError
-from ..flags import DryRun, add_dry_run_flag, add_output_flag, parse_dry_run, parse_duration
+from ..errors import Interrupted, UsageError
+from ..exits import EXIT_FENCED, EXIT_INCOMPLETE, EXIT_OK, EXIT_PREFLIGHT
+from ..flags import add_dry_run_flag, add_output_flag, parse_dry_run, parse_duration
 from ..interrupts import graceful
 from .common import IO, NodeTarget, OnNodes, add_node_flags
 

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 from ..completion.completers import complete_taint
 from ..core import planner
 from ..core.taints import DEFAULT_TAINT, Taint, parse_taint
-from ..errors import EXIT_FINDINGS, EXIT_OK
+from ..exits import EXIT_FINDINGS, EXIT_OK
 from ..flags import add_output_flag
 from ..output import tables as output
 from ..output.status import StatusResult, render_text, to_document

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING
 
 from ..completion.completers import complete_taint
 from ..core import planner
+from ..core.dryrun import DryRun
 from ..core.noexecute import NO_EXECUTE, PREFER_NO_SCHEDULE, deletions
 from ..core.reverts import reverted_message
 from ..core.taints import (
@@ -36,8 +37,9 @@ from ..core.taints import (
     parse_taint,
     remove_taint,
 )
-from ..errors import EXIT_OK, EXIT_PREFLIGHT, ConflictError, GpuIsolateError
-from ..flags import DryRun, add_dry_run_flag, parse_dry_run, parse_duration
+from ..errors import ConflictError, GpuIsolateError
+from ..exits import EXIT_OK, EXIT_PREFLIGHT
+from ..flags import add_dry_run_flag, parse_dry_run, parse_duration
 from ..output.taint import TaintChange, deletion_report, prefer_warning, render_change, untolerated_note
 from . import owners
 from .common import IO, NodeTarget, OnNodes, add_node_flags, pick_taint, split_positionals

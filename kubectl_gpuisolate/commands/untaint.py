@@ -6,9 +6,11 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ..completion.completers import complete_taint
+from ..core.dryrun import DryRun
 from ..core.taints import TaintRef, parse_taint_ref, remove_taint_write
-from ..errors import EXIT_OK, UsageError
-from ..flags import DryRun, add_dry_run_flag, parse_dry_run
+from ..errors import UsageError
+from ..exits import EXIT_OK
+from ..flags import add_dry_run_flag, parse_dry_run
 from ..output.taint import TaintChange, render_change
 from . import owners
 from .common import IO, NodeTarget, OnNodes, add_node_flags, pick_taint, split_positionals

@@ -3,8 +3,10 @@
 
 Kubeconfig contexts, clusters and users are read from the files (no ``kubernetes``
 import); GPU node names come from the cluster (``KubeApi.list_nodes``) within a 1 s budget;
-taint effects follow ``KEY[=VALUE]:``.  Each is attached where its flag is defined
-(``parser.add_argument(...).completer = ...``): flags.py, commands/.
+taint effects follow ``KEY[=VALUE]:``.  A command's completers are attached where its flag
+is defined (``parser.add_argument(...).completer = ...``, commands/); the shared flags' ones
+are registered here by flag name (``flags.COMPLETERS``), since flags.py may not import this
+package.
 """
 
 import argparse
@@ -13,6 +15,7 @@ import threading
 from ..core import gpu
 from ..core.taints import DEFAULT_TAINT, EFFECTS, Taint, gpu_taints_on, parse_taint, parse_taint_ref
 from ..errors import UsageError
+from ..flags import COMPLETERS
 
 NODE_TIMEOUT = 1.0  # seconds for the whole node lookup (connect, TLS, list)
 
@@ -143,3 +146,9 @@ def complete_taint(prefix="", action=None, can_continue=False, **_):
     if can_continue and not found and prefix:
         found = {prefix + ":": "then the effect"}
     return found
+
+
+COMPLETERS.update({"--kubeconfig": complete_files, "--context": complete_contexts,
+                   "--cluster": complete_clusters, "--user": complete_users,
+                   "--certificate-authority": complete_files, "--client-certificate": complete_files,
+                   "--client-key": complete_files})

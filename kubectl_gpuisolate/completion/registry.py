@@ -14,6 +14,9 @@ returned, so it sees that completer too.
 import argparse
 from typing import Dict, List, NamedTuple, Optional
 
+from ..flags import NamedCompleter
+from . import completers  # noqa: F401  (registers the shared flags' completers)
+
 # add_argument(action=...) values whose option may be given more than once
 REPEATING = ("append", "append_const", "count", "extend")
 # positional nargs that take every word left
@@ -39,8 +42,10 @@ class Argument:
 
     @property
     def completer(self):
-        """argcomplete's attribute, set on the action after ``add_argument`` returned."""
-        return getattr(self.action, "completer", None)
+        """argcomplete's attribute, set on the action after ``add_argument`` returned; for a
+        shared flag (flags.completed), the completer registered under its name."""
+        completer = getattr(self.action, "completer", None)
+        return completer.resolve() if isinstance(completer, NamedCompleter) else completer
 
 
 class Command(NamedTuple):

@@ -7,6 +7,7 @@ def autocomplete(parser):
     the parser's actions already, attached where each flag is defined."""
     import argcomplete
 
+    from . import completers  # noqa: F401  (registers the shared flags' completers)
     argcomplete.autocomplete(parser, always_complete_options=False)
 
 

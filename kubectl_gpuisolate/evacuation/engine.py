@@ -21,8 +21,8 @@ import time
 from collections import deque
 from concurrent.futures import Future, ThreadPoolExecutor
 
+from ..core.dryrun import DryRun
 from ..errors import ApiError, ConnectionFailed
-from ..flags import DryRun
 from ..kube.retry import EVICTIONS, PDB_EVICTIONS
 from .audit import Audit
 from .plan import lanes

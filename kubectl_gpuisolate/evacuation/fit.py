@@ -17,9 +17,9 @@ unscheduled pods are all the baseline it needs.
 from concurrent.futures import ThreadPoolExecutor
 from typing import FrozenSet, Optional
 
+from ..core.dryrun import DryRun
 from ..core.resources import free_allocatable, pod_requests, shortfalls
 from ..errors import GpuIsolateError
-from ..flags import DryRun
 from ..kube.nodes import FETCH_WORKERS
 from ..output import tables as output
 from ..output.evacuate import report_fit

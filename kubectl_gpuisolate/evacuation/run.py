@@ -11,10 +11,10 @@ from dataclasses import dataclass, field
 from typing import List, Optional
 
 from ..core import maintenance, managers, planner
+from ..core.dryrun import DryRun
 from ..core.noexecute import fence_for
 from ..core.taints import ALREADY_TAINTED, gpu_taints_on
 from ..errors import AuthError, GpuIsolateError
-from ..flags import DryRun
 from ..kube.gather import build_plans
 from ..kube.nodes import apply_taint, find_nodes_and_view
 from ..output import tables as output

@@ -17,9 +17,9 @@ from dataclasses import dataclass
 from typing import Tuple
 
 from ..core import planner
+from ..core.dryrun import DryRun
 from ..core.noexecute import NO_EXECUTE, Deletion, deletions, fence_for
 from ..core.taints import NOT_TAINTED, UNTAINTED, gpu_taints_on
-from ..flags import DryRun
 from ..kube.nodes import apply_taint
 
 

@@ -27,7 +27,7 @@ facts the planner needs), which use only ``api``'s calls.
 
 from typing import Any, Callable, Dict, Iterator, List, Optional, Protocol, Tuple, runtime_checkable
 
-from ..flags import DryRun
+from ..core.dryrun import DryRun
 from .api import Kube, connect
 
 Obj = Dict[str, Any]                      # an API object as the server's JSON decodes

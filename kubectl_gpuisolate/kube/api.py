@@ -5,7 +5,7 @@ Owns: resourceVersion-guarded node taint writes, pod lists by node (from the wat
 an earlier consistent read allows it), evictions with a UID precondition, watches of a node's
 pods, access reviews, Events on pods, and loading the kubeconfig (or the in-cluster config)
 into a connection.  Every write that changes the cluster takes the one dry-run value
-(``flags.DryRun``); an Event records what a run did, so a dry run writes none (its caller,
+(``core.dryrun.DryRun``); an Event records what a run did, so a dry run writes none (its caller,
 ``evacuation.audit``, does not call ``create_event``).  ``Kube`` has a Transport and offers
 only these calls (``kube.KubeApi``): nothing above it sends raw requests.
 """
@@ -17,6 +17,7 @@ import time
 from typing import Any, Dict
 
 from ..core import server_versions
+from ..core.dryrun import DryRun
 from ..errors import (
     ApiError,
     ApiNotFound,
@@ -27,7 +28,6 @@ from ..errors import (
     NotFound,
     TooManyRequests,
 )
-from ..flags import DryRun
 from . import essentials
 from .retry import NODE_WRITES
 from .transport import USER_AGENT, Transport, retryable

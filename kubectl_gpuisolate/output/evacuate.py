@@ -7,8 +7,8 @@ and the json/yaml document of either (``render``).  The results are
 from typing import Any, Dict, List, Tuple
 
 from ..core import planner
+from ..core.dryrun import DryRun
 from ..core.taints import Taint
-from ..flags import DryRun
 from . import tables as output
 
 SCHEMA_VERSION = "gpuisolate.evacuate/v1"

@@ -10,7 +10,7 @@ from ..core.taints import WRITES
 class TaintChange(NamedTuple):
     node: str          # the node's name
     verb: str          # core.taints: tainted, modified, already tainted, untainted, not tainted
-    dry_run: object    # flags.DryRun: its suffix says that a write was only checked
+    dry_run: object    # core.dryrun.DryRun: its suffix says that a write was only checked
 
 
 def render_change(change):

@@ -5,8 +5,8 @@ import json
 import threading
 import time
 
+from kubectl_gpuisolate.core.dryrun import DryRun
 from kubectl_gpuisolate.errors import NotFound, api_error
-from kubectl_gpuisolate.flags import DryRun
 from kubectl_gpuisolate.kube.essentials import requests_only
 
 from .factories import node as plain_node

@@ -8,14 +8,8 @@ import sys
 import pytest
 
 from kubectl_gpuisolate import __version__, cli, interrupts
-from kubectl_gpuisolate.errors import (
-    EXIT_CONFIG,
-    EXIT_INTERNAL,
-    EXIT_SIGINT,
-    EXIT_USAGE,
-    ConfigError,
-    ConflictError,
-)
+from kubectl_gpuisolate.errors import ConfigError, ConflictError
+from kubectl_gpuisolate.exits import EXIT_CONFIG, EXIT_INTERNAL, EXIT_SIGINT, EXIT_USAGE
 from kubectl_gpuisolate.flags import ConnectionOptions
 
 from .conftest import REPO

@@ -134,7 +134,7 @@ def test_guard_answers_old_python_in_one_line(monkeypatch):
 
 
 def test_guard_exit_code_is_errors_exit_python():
-    from kubectl_gpuisolate.errors import EXIT_PYTHON
+    from kubectl_gpuisolate.exits import EXIT_PYTHON
 
     assert f"EXIT_PYTHON = {EXIT_PYTHON}" in load("scripts/zipapp_main.py")
 

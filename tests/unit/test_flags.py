@@ -4,7 +4,8 @@ import argparse
 
 import pytest
 
-from kubectl_gpuisolate.errors import EXIT_USAGE, UsageError
+from kubectl_gpuisolate.errors import UsageError
+from kubectl_gpuisolate.exits import EXIT_USAGE
 from kubectl_gpuisolate.flags import (
     ConnectionOptions,
     DryRun,

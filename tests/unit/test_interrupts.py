@@ -15,7 +15,8 @@ import threading
 import pytest
 
 from kubectl_gpuisolate import interrupts
-from kubectl_gpuisolate.errors import EXIT_SIGINT, EXIT_SIGTERM, Interrupted
+from kubectl_gpuisolate.errors import Interrupted
+from kubectl_gpuisolate.exits import EXIT_SIGINT, EXIT_SIGTERM
 
 from .conftest import REPO
 

@@ -9,7 +9,8 @@ import pytest
 PACKAGE = pathlib.Path(__file__).resolve().parents[2] / "kubectl_gpuisolate"
 ROOT = "kubectl_gpuisolate"
 FOLDERS = ("core", "kube", "evacuation", "output", "completion", "commands")
-TOP_MODULES = ("__init__.py", "__main__.py", "cli.py", "interrupts.py", "errors.py", "flags.py")
+TOP_MODULES = ("__init__.py", "__main__.py", "cli.py", "interrupts.py", "errors.py", "exits.py",
+               "flags.py")
 # kube/ from the bottom up: each module may use only the ones before it.
 KUBE_LAYERS = ("yamlite", "config", "rules", "x509", "exec_plugin", "auth", "proxy", "retry", "trace",
                "transport", "essentials", "api", "nodes", "gather")
@@ -57,6 +58,69 @@ def test_the_package_is_the_folders_of_the_layers_and_the_entry_modules():
         assert (PACKAGE / folder / "__init__.py").is_file(), folder
         assert not [p for p in (PACKAGE / folder).iterdir() if p.is_dir() and p.name != "__pycache__"]
     assert {p.stem for p in (PACKAGE / "kube").glob("*.py")} == set(KUBE_LAYERS) | {"__init__"}
+
+
+def module_name(path):
+    parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def import_graph():
+    """{module: the modules of ours it makes Python load}: every import statement (also inside
+    functions), a name imported from a module counted as that module, and a module's packages
+    too (importing ``a.b.c`` runs ``a/__init__`` and ``a/b/__init__`` first)."""
+    known = {module_name(path): path for path in modules()}
+    graph = {}
+    for name, path in known.items():
+        edges = set()
+        for imported in {n for n in imports(path) if n.startswith(ROOT + ".")}:
+            while imported and imported not in known:
+                imported = imported.rpartition(".")[0]
+            parts = imported.split(".")
+            edges.update(".".join(parts[:i]) for i in range(2, len(parts) + 1))
+        graph[name] = {e for e in edges if e in known and e != name and not name.startswith(e + ".")}
+    return graph
+
+
+def cycles(graph):
+    """The strongly connected components of more than one module (Tarjan)."""
+    index, low, stack, on_stack, found = {}, {}, [], set(), []
+
+    def visit(node):
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for nxt in sorted(graph.get(node, ())):
+            if nxt not in index:
+                visit(nxt)
+                low[node] = min(low[node], low[nxt])
+            elif nxt in on_stack:
+                low[node] = min(low[node], index[nxt])
+        if low[node] == index[node]:
+            component = set()
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                component.add(member)
+                if member == node:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return found
+
+
+def test_no_import_circle():
+    """No module reaches itself through the modules it loads (docs/design.md: each layer
+    imports only those below it), counting imports inside functions."""
+    assert cycles(import_graph()) == []
+
+
+def test_the_circle_check_finds_a_circle():
+    assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+    assert cycles({"a": {"b"}, "b": set()}) == []
 
 
 @pytest.mark.parametrize("path", modules(), ids=label)

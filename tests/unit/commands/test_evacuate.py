@@ -14,20 +14,18 @@ import pytest
 from kubectl_gpuisolate import cli
 from kubectl_gpuisolate.commands import evacuate
 from kubectl_gpuisolate.commands.common import IO
+from kubectl_gpuisolate.core.dryrun import DryRun
 from kubectl_gpuisolate.core.taints import Taint
-from kubectl_gpuisolate.errors import (
+from kubectl_gpuisolate.errors import ConnectionFailed, Interrupted, UsageError
+from kubectl_gpuisolate.evacuation.run import Evacuation, NodeState
+from kubectl_gpuisolate.exits import (
     EXIT_INCOMPLETE,
     EXIT_OK,
     EXIT_PREFLIGHT,
     EXIT_SIGINT,
     EXIT_SIGTERM,
     EXIT_USAGE,
-    ConnectionFailed,
-    Interrupted,
-    UsageError,
 )
-from kubectl_gpuisolate.evacuation.run import Evacuation, NodeState
-from kubectl_gpuisolate.flags import DryRun
 
 from ..evict_fakes import FakeClock, FakeCluster, pdb_429
 from ..factories import (

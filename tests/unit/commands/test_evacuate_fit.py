@@ -7,8 +7,9 @@ import io
 import pytest
 
 from kubectl_gpuisolate.core import planner
-from kubectl_gpuisolate.errors import EXIT_OK, ConnectionFailed
+from kubectl_gpuisolate.errors import ConnectionFailed
 from kubectl_gpuisolate.evacuation.fit import check_fit
+from kubectl_gpuisolate.exits import EXIT_OK
 
 from ..evict_fakes import FakeCluster
 from ..factories import GPU_A, UNSCHEDULABLE, node, owner, pod, unschedulable_replacement

@@ -7,14 +7,8 @@ import json
 
 import pytest
 
-from kubectl_gpuisolate.errors import (
-    EXIT_FENCED,
-    EXIT_INCOMPLETE,
-    EXIT_OK,
-    EXIT_PREFLIGHT,
-    EXIT_USAGE,
-    UsageError,
-)
+from kubectl_gpuisolate.errors import UsageError
+from kubectl_gpuisolate.exits import EXIT_FENCED, EXIT_INCOMPLETE, EXIT_OK, EXIT_PREFLIGHT, EXIT_USAGE
 
 from ..evict_fakes import FakeClock, FakeCluster, pdb_429
 from ..factories import GPU_A, GPU_TAINT, INFERENCE_TOLERATIONS, gpu_node, owner, pdb, pod

@@ -6,7 +6,8 @@ import json
 
 import pytest
 
-from kubectl_gpuisolate.errors import EXIT_CONFLICT, EXIT_OK, ConflictError
+from kubectl_gpuisolate.errors import ConflictError
+from kubectl_gpuisolate.exits import EXIT_CONFLICT, EXIT_OK
 
 from ..evict_fakes import FakeCluster
 from ..factories import GPU_A, GPU_B, GPU_TAINT, GPU_TAINT_PRESENT, gpu_node

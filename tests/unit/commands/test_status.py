@@ -5,7 +5,8 @@ import json
 
 import pytest
 
-from kubectl_gpuisolate.errors import EXIT_FINDINGS, EXIT_OK, NotFound
+from kubectl_gpuisolate.errors import NotFound
+from kubectl_gpuisolate.exits import EXIT_FINDINGS, EXIT_OK
 
 from ..evict_fakes import FakeCluster
 from ..factories import GPU_A, GPU_B, GPU_TAINT, GPU_TAINT_PRESENT, GPU_TOLERATION, gpu_node, node, owner, pod

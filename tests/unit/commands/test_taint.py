@@ -4,7 +4,8 @@ warnings go."""
 
 import pytest
 
-from kubectl_gpuisolate.errors import EXIT_CONFLICT, EXIT_OK, ApiError, ConflictError, NotFound
+from kubectl_gpuisolate.errors import ApiError, ConflictError, NotFound
+from kubectl_gpuisolate.exits import EXIT_CONFLICT, EXIT_OK
 
 from ..evict_fakes import FakeCluster
 from ..factories import CONTROL_PLANE_TAINT, GPU_A, GPU_B, GPU_TAINT, GPU_TAINT_PRESENT, gpu_node, node, pod

@@ -4,7 +4,8 @@ PreferNoSchedule is written with a warning."""
 
 import pytest
 
-from kubectl_gpuisolate.errors import EXIT_OK, EXIT_PREFLIGHT, EXIT_USAGE, GpuIsolateError, UsageError
+from kubectl_gpuisolate.errors import GpuIsolateError, UsageError
+from kubectl_gpuisolate.exits import EXIT_OK, EXIT_PREFLIGHT, EXIT_USAGE
 
 from ..evict_fakes import FakeCluster
 from ..factories import GPU_A, GPU_B, GPU_TAINT, INFERENCE_TOLERATIONS, gpu_node, owner, pdb, pod

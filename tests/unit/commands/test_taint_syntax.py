@@ -3,7 +3,8 @@ KEY[:EFFECT]-`, and node/NAME or nodes/NAME as names; a taint-shaped argument is
 
 import pytest
 
-from kubectl_gpuisolate.errors import EXIT_OK, UsageError
+from kubectl_gpuisolate.errors import UsageError
+from kubectl_gpuisolate.exits import EXIT_OK
 
 from ..evict_fakes import FakeCluster
 from ..factories import GPU_A, GPU_B, GPU_TAINT, gpu_node

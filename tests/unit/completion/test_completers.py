@@ -20,7 +20,7 @@ from kubectl_gpuisolate.completion.completers import (
 )
 from kubectl_gpuisolate.completion.kubectl_helper import NO_FILE_COMP, complete_words
 from kubectl_gpuisolate.completion.registry import RecordingParser
-from kubectl_gpuisolate.flags import ConnectionOptions, add_connection_flags
+from kubectl_gpuisolate.flags import ConnectionOptions, NamedCompleter, add_connection_flags
 from kubectl_gpuisolate.kube import KubeApi
 
 CONNECTION = {"--kubeconfig": complete_files, "--context": complete_contexts,
@@ -37,6 +37,9 @@ def attached(command_line):
     found = {}
     for argument in command_line.options + command_line.positionals:
         completer = getattr(argument.action, "completer", None)  # what argcomplete reads
+        if isinstance(completer, NamedCompleter):                # a shared flag's, by name
+            assert completer.flag in argument.option_strings
+            completer = completer.resolve()
         assert completer is argument.completer
         if completer is not None:
             name = argument.option_strings[0] if argument.option_strings else argument.action.metavar

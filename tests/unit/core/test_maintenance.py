@@ -16,7 +16,8 @@ from kubectl_gpuisolate.core.taints import (
     parse_taint_ref,
     remove_taint,
 )
-from kubectl_gpuisolate.errors import EXIT_USAGE, UsageError
+from kubectl_gpuisolate.errors import UsageError
+from kubectl_gpuisolate.exits import EXIT_USAGE
 
 from ..design_tables import code_names, design_tables
 from ..factories import node

@@ -3,7 +3,8 @@
 import pytest
 
 from kubectl_gpuisolate.core.selectors import matches, matches_string, parse
-from kubectl_gpuisolate.errors import EXIT_USAGE, UsageError
+from kubectl_gpuisolate.errors import UsageError
+from kubectl_gpuisolate.exits import EXIT_USAGE
 
 
 # Valid/invalid verdicts agree with k8s.io/apimachinery v0.33 labels.Parse, except the empty

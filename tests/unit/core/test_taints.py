@@ -17,7 +17,8 @@ from kubectl_gpuisolate.core.taints import (
     tolerates,
     tolerates_all,
 )
-from kubectl_gpuisolate.errors import EXIT_CONFLICT, EXIT_USAGE, ConflictError, UsageError
+from kubectl_gpuisolate.errors import ConflictError, UsageError
+from kubectl_gpuisolate.exits import EXIT_CONFLICT, EXIT_USAGE
 
 from ..factories import (
     CONTROL_PLANE_TAINT,

@@ -5,7 +5,8 @@ import pytest
 
 from kubectl_gpuisolate.core import selectors, taints
 from kubectl_gpuisolate.core.taints import Taint, add_taint
-from kubectl_gpuisolate.errors import EXIT_CONFLICT, EXIT_USAGE, ConflictError, UsageError
+from kubectl_gpuisolate.errors import ConflictError, UsageError
+from kubectl_gpuisolate.exits import EXIT_CONFLICT, EXIT_USAGE
 
 NAME_RULE = "[A-Za-z0-9-_.], starting and ending with a letter or digit"
 SELECTOR_SYNTAX = "use KEY=VALUE, KEY!=VALUE, KEY, !KEY or KEY in (A,B)"

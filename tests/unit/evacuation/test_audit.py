@@ -12,7 +12,7 @@ import pytest
 
 from kubectl_gpuisolate import cli
 from kubectl_gpuisolate.commands import evacuate
-from kubectl_gpuisolate.errors import EXIT_INCOMPLETE, EXIT_OK, EXIT_PREFLIGHT, ConnectionFailed, api_error
+from kubectl_gpuisolate.errors import ConnectionFailed, api_error
 from kubectl_gpuisolate.evacuation.audit import (
     EVICTED,
     EVICTION_BLOCKED,
@@ -24,6 +24,7 @@ from kubectl_gpuisolate.evacuation.audit import (
 from kubectl_gpuisolate.evacuation.engine import Evictor
 from kubectl_gpuisolate.evacuation.plan import Target
 from kubectl_gpuisolate.evacuation.state import Halt
+from kubectl_gpuisolate.exits import EXIT_INCOMPLETE, EXIT_OK, EXIT_PREFLIGHT
 
 from ..evict_fakes import OK, RBAC_403, FakeClock, FakeCluster, FakeNode, pdb_429
 from ..factories import GPU_A, GPU_B, GPU_TAINT, INFERENCE_TOLERATIONS, gpu_node, owner, pdb, pod

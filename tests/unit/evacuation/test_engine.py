@@ -8,6 +8,7 @@ whose ``sleep`` only advances time: nothing here really sleeps."""
 import random
 import threading
 
+from kubectl_gpuisolate.core.dryrun import DryRun
 from kubectl_gpuisolate.errors import ApiError, ConnectionFailed, api_error
 from kubectl_gpuisolate.evacuation.engine import Evictor
 from kubectl_gpuisolate.evacuation.plan import Target, lanes
@@ -23,7 +24,6 @@ from kubectl_gpuisolate.evacuation.state import (
     Halt,
     NodeEvacuation,
 )
-from kubectl_gpuisolate.flags import DryRun
 from kubectl_gpuisolate.kube import retry
 from kubectl_gpuisolate.kube.retry import Backoff
 

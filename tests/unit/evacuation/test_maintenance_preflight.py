@@ -8,8 +8,8 @@ import pytest
 from kubectl_gpuisolate import cli
 from kubectl_gpuisolate.commands import evacuate
 from kubectl_gpuisolate.core import planner
-from kubectl_gpuisolate.errors import EXIT_OK, EXIT_PREFLIGHT
 from kubectl_gpuisolate.evacuation.plan import preflight
+from kubectl_gpuisolate.exits import EXIT_OK, EXIT_PREFLIGHT
 
 from ..evict_fakes import FakeClock, FakeCluster
 from ..factories import GPU_A, GPU_B, GPU_TAINT, gpu_node, pod

@@ -3,7 +3,7 @@ planned; its grace period; its dry runs), and what a listed node keeps."""
 
 import pytest
 
-from kubectl_gpuisolate.flags import DryRun
+from kubectl_gpuisolate.core.dryrun import DryRun
 from kubectl_gpuisolate.kube.api import Kube
 
 

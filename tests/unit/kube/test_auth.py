@@ -11,7 +11,8 @@ import types
 import certifi
 import pytest
 
-from kubectl_gpuisolate.errors import EXIT_CONFIG, ConfigError
+from kubectl_gpuisolate.errors import ConfigError
+from kubectl_gpuisolate.exits import EXIT_CONFIG
 from kubectl_gpuisolate.flags import ConnectionOptions
 from kubectl_gpuisolate.kube import KubeApi, api, auth, config
 from kubectl_gpuisolate.kube.config import Selected

@@ -5,7 +5,8 @@ import os
 import pytest
 import yaml
 
-from kubectl_gpuisolate.errors import EXIT_CONFIG, ConfigError
+from kubectl_gpuisolate.errors import ConfigError
+from kubectl_gpuisolate.exits import EXIT_CONFIG
 from kubectl_gpuisolate.kube import config as kubeconfig
 
 

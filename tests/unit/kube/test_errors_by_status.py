@@ -7,10 +7,6 @@ import pytest
 
 from kubectl_gpuisolate import errors
 from kubectl_gpuisolate.errors import (
-    EXIT_API,
-    EXIT_AUTH,
-    EXIT_CONFLICT,
-    EXIT_NOT_FOUND,
     ApiError,
     ApiNotFound,
     Conflict,
@@ -22,6 +18,7 @@ from kubectl_gpuisolate.errors import (
     TooManyRequests,
     Unauthorized,
 )
+from kubectl_gpuisolate.exits import EXIT_API, EXIT_AUTH, EXIT_CONFLICT, EXIT_NOT_FOUND
 from kubectl_gpuisolate.kube import transport
 from kubectl_gpuisolate.kube.transport import Response, retry_after, status_error
 

@@ -7,7 +7,8 @@ import sys
 
 import pytest
 
-from kubectl_gpuisolate.errors import EXIT_CONFIG, ConfigError
+from kubectl_gpuisolate.errors import ConfigError
+from kubectl_gpuisolate.exits import EXIT_CONFIG
 from kubectl_gpuisolate.kube import exec_plugin
 from kubectl_gpuisolate.kube.auth import KubeconfigUser
 

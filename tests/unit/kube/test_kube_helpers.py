@@ -5,14 +5,8 @@ import json
 
 import pytest
 
-from kubectl_gpuisolate.errors import (
-    EXIT_API,
-    EXIT_AUTH,
-    EXIT_CONFLICT,
-    EXIT_NOT_FOUND,
-    ApiError,
-    ConfigError,
-)
+from kubectl_gpuisolate.errors import ApiError, ConfigError
+from kubectl_gpuisolate.exits import EXIT_API, EXIT_AUTH, EXIT_CONFLICT, EXIT_NOT_FOUND
 from kubectl_gpuisolate.kube import api, transport
 from kubectl_gpuisolate.kube import auth as credentials
 

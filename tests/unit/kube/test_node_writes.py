@@ -4,9 +4,9 @@ and retried, a write whose answer was lost keeps its verb, throttling waits as t
 
 import pytest
 
+from kubectl_gpuisolate.core.dryrun import DryRun
 from kubectl_gpuisolate.core.taints import ALREADY_TAINTED, Taint, add_taint
 from kubectl_gpuisolate.errors import ConflictError, ConnectionFailed, Forbidden, ServerError, api_error
-from kubectl_gpuisolate.flags import DryRun
 from kubectl_gpuisolate.kube.api import Kube, merge_patch
 from kubectl_gpuisolate.kube.retry import NODE_WRITES
 

@@ -3,7 +3,8 @@ validation, with kubectl's own messages (taken from kubectl 1.32/1.33 runs)."""
 
 import pytest
 
-from kubectl_gpuisolate.errors import EXIT_CONFIG, ConfigError
+from kubectl_gpuisolate.errors import ConfigError
+from kubectl_gpuisolate.exits import EXIT_CONFIG
 from kubectl_gpuisolate.flags import ConnectionOptions
 from kubectl_gpuisolate.kube import rules
 from kubectl_gpuisolate.kube.config import Selected

@@ -6,7 +6,6 @@ import pytest
 import urllib3
 
 from kubectl_gpuisolate.errors import (
-    EXIT_CONNECTION,
     ApiNotFound,
     ConnectionFailed,
     Forbidden,
@@ -14,6 +13,7 @@ from kubectl_gpuisolate.errors import (
     TooManyRequests,
     Unauthorized,
 )
+from kubectl_gpuisolate.exits import EXIT_CONNECTION
 from kubectl_gpuisolate.flags import ConnectionOptions
 from kubectl_gpuisolate.kube import transport
 from kubectl_gpuisolate.kube.auth import Credentials

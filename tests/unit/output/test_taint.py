@@ -3,7 +3,7 @@
 import pytest
 
 from kubectl_gpuisolate.core import taints
-from kubectl_gpuisolate.flags import DryRun
+from kubectl_gpuisolate.core.dryrun import DryRun
 from kubectl_gpuisolate.output.taint import TaintChange, render_change
 
 
