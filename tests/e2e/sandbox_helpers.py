@@ -34,6 +34,9 @@ class SandboxNotReady(RuntimeError):
 class Sandbox:
     """A running sandbox: its directory, kubeconfig and a kubectl runner."""
 
+    # True while the seed is as the last reset left it (conftest's ``seed`` and ``clean``).
+    untouched = False
+
     def __init__(self, directory=None):
         self.dir = Path(directory or os.environ.get("SANDBOX_DIR") or REPO / ".sandbox").resolve()
         self.kubeconfig = self.dir / "kubeconfig"

@@ -201,6 +201,24 @@ def test_reset_restores_the_seed_state(sandbox):
     assert "unchanged" in r.stdout
 
 
+def test_reset_rebuilds_only_what_a_test_changed(sandbox):
+    """A test that moved one workload's pod and deleted one PDB costs a rebuild of those two:
+    every other seed pod keeps its UID, the moved one is back on its node, the PDB allows again."""
+    sandbox.reset()
+    before = {p["metadata"]["uid"] for p in sandbox.pods()}
+    sandbox.kubectl("delete", "pod", "-n", "nai-system", "nai-db-0", "--wait=false")
+    sandbox.kubectl("delete", "pdb", "-n", "kommander", "thanos-query")
+    r = sandbox.reset()
+    assert "1 workloads and 1 PDBs changed; recreating them" in r.stdout, r.stdout
+    after = {app_name(p): p for p in sandbox.pods() if p["metadata"]["uid"] not in before}
+    assert set(after) == {"nai-db"}, sorted(after)
+    assert after["nai-db"]["spec"]["nodeName"] == GPU_B
+    assert after["nai-db"]["status"]["phase"] == "Running"
+    pdb = sandbox.get_json("pdb", "-n", "kommander", "thanos-query")
+    assert pdb["status"]["disruptionsAllowed"] == 1
+    assert "unchanged" in sandbox.reset().stdout
+
+
 def test_reset_never_adopts_a_namespace_it_is_deleting(sandbox):
     """A test namespace still terminating when reset rebuilds the workloads must not enter the
     baseline: it would survive every later reset with whatever a test left in it (a PDB that

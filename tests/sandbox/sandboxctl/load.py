@@ -8,6 +8,7 @@ from .procs import SandboxError
 
 WORKLOAD_PLURALS = ["deployments", "statefulsets", "daemonsets", "jobs", "poddisruptionbudgets"]
 SYSTEM_NAMESPACES = {"default", "kube-system", "kube-public", "kube-node-lease"}
+NAME_LABEL = "app.kubernetes.io/name"
 
 
 def wait_for(what, check, timeout=120, interval=0.25):
@@ -214,17 +215,21 @@ def snapshot(kube):
         for plural in WORKLOAD_PLURALS + ["pods"]:
             for obj in kube.list(plural, ns):
                 m = obj["metadata"]
+                # A pod's row ends with its workload (the seed's pods carry its name as a label).
                 extra = ([obj["spec"].get("nodeName"), obj["status"].get("phase"),
-                          bool(m.get("deletionTimestamp"))] if plural == "pods" else [m.get("generation")])
+                          bool(m.get("deletionTimestamp")), (m.get("labels") or {}).get(NAME_LABEL)]
+                         if plural == "pods" else [m.get("generation"), bool(m.get("deletionTimestamp"))])
                 snap["objects"].append([plural, ns, m["name"], m["uid"], *extra])
         for claim in kube.list("persistentvolumeclaims", ns):
             m = claim["metadata"]
+            # Terminating counts: a claim a test deleted stays Bound while a pod still uses it.
             snap["objects"].append(["persistentvolumeclaims", ns, m["name"], m["uid"],
-                                    claim.get("status", {}).get("phase")])
+                                    claim.get("status", {}).get("phase"), bool(m.get("deletionTimestamp"))])
     for name in _seed_volume_names():
         pv = kube.get_or_none("persistentvolumes", name) or {"metadata": {"uid": None}}
         snap["objects"].append(["persistentvolumes", "", name, pv["metadata"]["uid"],
-                                pv.get("status", {}).get("phase")])
+                                pv.get("status", {}).get("phase"),
+                                bool(pv["metadata"].get("deletionTimestamp"))])
     snap["objects"].sort()
     return snap
 
@@ -271,8 +276,75 @@ def delete_extra_namespaces(kube, baseline):
     return gone
 
 
+def changed_workloads(baseline, current):
+    """The phase workloads (namespace, name) and PDBs a test changed, from two snapshots: those
+    whose object or pods differ.  None when anything else differs (a DaemonSet or its pods, a
+    namespace, a volume, a pod of no seed workload): then only a whole rebuild restores it."""
+    phased = {(obj["metadata"]["namespace"], obj["metadata"]["name"])
+              for _, workloads in seed.phases() for obj, _ in workloads}
+    budgets = {(obj["metadata"]["namespace"], obj["metadata"]["name"]) for obj, _ in seed.pdbs()}
+    workloads, pdbs = set(), set()
+    for row in {tuple(r) for r in baseline} ^ {tuple(r) for r in current}:
+        plural, ns = row[0], row[1]
+        key = (ns, row[-1] if plural == "pods" else row[2])
+        if plural == "poddisruptionbudgets" and key in budgets:
+            pdbs.add(key)
+        elif plural in ("pods", "deployments", "statefulsets", "jobs") and key in phased:
+            workloads.add(key)
+        else:
+            return None
+    return workloads, pdbs
+
+
+def rebuild_workloads(kube, workloads, pdbs, log):
+    """Delete and recreate only these phase workloads (on their phase's nodes, as `load` places
+    them) and PDBs; then wait until every seed PDB allows what it allowed after `load`."""
+    for ns, name in sorted(workloads):
+        for plural in ("deployments", "statefulsets", "jobs"):
+            kube.delete(plural, name, ns, propagationPolicy="Background")
+    for ns, name in sorted(pdbs):
+        kube.delete("poddisruptionbudgets", name, ns)
+
+    def gone():
+        left = 0
+        for ns, name in workloads:
+            selector = {"labelSelector": f"{NAME_LABEL}={name}"}
+            left += sum(kube.get_or_none(p, name, ns) is not None
+                        for p in ("deployments", "statefulsets", "jobs"))
+            left += len(kube.list("replicasets", ns, **selector))
+            kube.request("DELETE", f"{_coll('replicasets', ns)}?labelSelector={NAME_LABEL}%3D{name}")
+            pods = kube.list("pods", ns, **selector)
+            if pods:
+                kube.request("DELETE", f"{_coll('pods', ns)}?gracePeriodSeconds=0"
+                                       f"&labelSelector={NAME_LABEL}%3D{name}")
+            left += len(pods)
+        left += sum(kube.get_or_none("poddisruptionbudgets", name, ns) is not None for ns, name in pdbs)
+        return left == 0, f"{left} objects left"
+    wait_for("the changed workloads to be deleted", gone, timeout=120, interval=0.5)
+    try:
+        for targets, phase in seed.phases():
+            mine = [(obj, n) for obj, n in phase
+                    if (obj["metadata"]["namespace"], obj["metadata"]["name"]) in workloads]
+            if not mine:
+                continue
+            set_schedulable(kube, targets, seed.ALL_NODES)
+            for obj, _ in mine:
+                kube.create(obj)
+            wait_workloads(kube, mine, targets)
+            log(f"recreated {len(mine)} workloads on {', '.join(targets)}")
+    finally:
+        restore_nodes(kube, seed.nodes())
+    every = seed.pdbs()
+    for obj, _ in every:
+        if (obj["metadata"]["namespace"], obj["metadata"]["name"]) in pdbs:
+            kube.create(obj)
+    wait_nodes(kube, seed.ALL_NODES, seed.node_taints)
+    wait_pdbs(kube, every)
+
+
 def reset(kube, baseline, log):
-    """Restore nodes; rebuild the workloads only if anything changed. Returns new baseline."""
+    """Restore nodes; rebuild what changed: only the changed workloads when that is all a test
+    changed, else every workload.  Returns the new baseline (None if nothing changed)."""
     restore_nodes(kube, seed.nodes())
     gone = delete_extra_namespaces(kube, baseline)
     if gone:
@@ -282,9 +354,14 @@ def reset(kube, baseline, log):
     if cur["objects"] == baseline["objects"]:
         log("workloads unchanged; nodes restored")
         return None
-    log("workloads changed; recreating them")
-    clear_workloads(kube)
-    load_workloads(kube, log)
+    changed = changed_workloads(baseline["objects"], cur["objects"])
+    if changed is not None:
+        log(f"{len(changed[0])} workloads and {len(changed[1])} PDBs changed; recreating them")
+        rebuild_workloads(kube, *changed, log)
+    else:
+        log("workloads changed; recreating them")
+        clear_workloads(kube)
+        load_workloads(kube, log)
     new = snapshot(kube)
     # The namespaces to keep are those of `up`, always: a test namespace still listed here
     # (its deletion in progress) must not become part of the baseline, or it would survive
