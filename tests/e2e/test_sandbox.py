@@ -219,6 +219,19 @@ def test_reset_rebuilds_only_what_a_test_changed(sandbox):
     assert "unchanged" in sandbox.reset().stdout
 
 
+def test_a_reset_leaves_no_pod_of_a_namespace_it_deleted(sandbox):
+    """A reader after a reset lists every namespace's pods: the pods of a test's namespace must be
+    gone when reset returns, not still terminating nor recreated by their ReplicaSet (a CI run
+    saw the soak's Deployment's new Pending pod)."""
+    ns = "e2e-leftover"
+    sandbox.kubectl("create", "namespace", ns)
+    sandbox.kubectl("create", "deployment", "left", "-n", ns, "--image=busybox", "--replicas=3")
+    wait_until("the leftover pods to run", lambda: len([
+        p for p in sandbox.pods("-n", ns) if p["status"].get("phase") == "Running"]) == 3)
+    sandbox.reset()
+    assert sandbox.pods("-n", ns) == []
+
+
 def test_reset_never_adopts_a_namespace_it_is_deleting(sandbox):
     """A test namespace still terminating when reset rebuilds the workloads must not enter the
     baseline: it would survive every later reset with whatever a test left in it (a PDB that

@@ -264,15 +264,33 @@ def _coll(plural, ns):
     return path(plural, ns)
 
 
-def delete_extra_namespaces(kube, baseline):
+def delete_extra_namespaces(kube, baseline, timeout=120):
+    """Delete the namespaces created after `up` and wait until none of their pods is left.
+
+    The namespace goes first, so that its controllers can create no pod after the pods' delete
+    (a ReplicaSet did, between the two, and a reader then saw its Pending pod).  The namespace
+    itself may take longer to go (the namespace controller's sweep): a pod left in it is what a
+    later test could see, so that is what is waited for."""
     keep = set(baseline["namespaces"]) | SYSTEM_NAMESPACES
-    gone = []
+    gone, leaving = [], []
     for ns in kube.list("namespaces"):
         name = ns["metadata"]["name"]
-        if name not in keep and not ns["metadata"].get("deletionTimestamp"):
-            kube.request("DELETE", f"{_coll('pods', name)}?gracePeriodSeconds=0")
+        if name in keep:
+            continue
+        leaving.append(name)
+        if not ns["metadata"].get("deletionTimestamp"):
             kube.delete("namespaces", name)
             gone.append(name)
+
+    def no_pods_left():
+        left = []
+        for name in leaving:
+            pods = kube.list("pods", name)
+            if pods:
+                kube.request("DELETE", f"{_coll('pods', name)}?gracePeriodSeconds=0")
+                left.append(f"{name}: {len(pods)}")
+        return not left, f"pods left in {', '.join(left)}"
+    wait_for("the pods of deleted namespaces to be gone", no_pods_left, timeout, interval=0.5)
     return gone
 
 
