@@ -302,6 +302,7 @@ Rule = Callable[[Obj, RuleContext], Optional[PodDecision]]
 RULES: Tuple[Rule, ...] = (terminating, mirror, daemonset, finished, gpu_request, gpu_shared, gpu_mig,
                            accelerator, gpu_fraction, resource_claim, tolerated, asks_for_gpu,
                            nowhere_to_land)
+# What each rule reads of a pod is declared in core/pod_fields.py (kube/essentials keeps it).
 # Stays that status counts as misplaced: the pod does not belong here, but cannot go.
 MISPLACED_STAYS = frozenset({"nowhere-to-land"})
 

@@ -13,7 +13,8 @@ from ..core import gpu
 
 # What the planner reads of a pod (planner.decide, gpu.pod_*, taints.tolerates_all,
 # selectors for PDBs).  Keeping only this, as each node's pods arrive, holds a large
-# cluster's GPU nodes in a fraction of the memory of whole pods.
+# cluster's GPU nodes in a fraction of the memory of whole pods.  core/pod_fields.py declares
+# what each rule reads; tests/unit/core/test_pod_fields.py fails if this drops any of it.
 _POD_METADATA = ("name", "namespace", "uid", "resourceVersion", "labels", "ownerReferences",
                  "deletionTimestamp")   # resourceVersion: the eviction's precondition
 _POD_SPEC = ("nodeName", "tolerations", "resourceClaims", "nodeSelector", "affinity")
@@ -97,7 +98,7 @@ def pod(whole, share=AS_IS):
         slim_spec["volumes"] = share.part(volumes)
     for key in ("containers", "initContainers"):
         if spec.get(key):
-            slim_spec[key] = share.part([{"resources": c.get("resources") or {}}
+            slim_spec[key] = share.part([{"resources": c["resources"]} if "resources" in c else {}
                                          for c in spec[key]])
     slim = {"metadata": slim_meta, "spec": slim_spec}
     status = whole.get("status") or {}

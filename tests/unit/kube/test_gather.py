@@ -69,7 +69,7 @@ def test_essentials_drop_what_the_planner_does_not_read():
     slim = essentials.pod(full)
     assert slim["metadata"]["annotations"] == {"kubernetes.io/config.mirror": "abc"}
     assert slim["status"] == {"phase": "Running"}
-    assert slim["spec"]["containers"] == [{"resources": {}}]
+    assert slim["spec"]["containers"] == [{}]     # a container without resources stays without
     assert "volumes" not in essentials.pod(PODS[0])["spec"]
     assert essentials.pod(PODS[10])["spec"]["volumes"] == [{"name": "c", "emptyDir": {}}]
     assert essentials.pod(PODS[14])["metadata"]["annotations"] == {"gpu-fraction": "0.5"}
