@@ -40,7 +40,6 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Optional
 
 from ..completion.completers import complete_taint
-from ..core import planner
 from ..core.dryrun import DryRun
 from ..core.noexecute import PREFER_NO_SCHEDULE
 from ..core.taints import DEFAULT_TAINT, Taint, parse_taint
@@ -112,23 +111,15 @@ class EvacuateOptions(OnNodes):
         from ..evacuation.audit import WRITERS as EVENT_WRITERS
         return self.max_parallel + 4 * self.parallel_nodes + 8 + EVENT_WRITERS
 
-    # The engine (evacuation/run.py) reads the target's fields from the options.
-    @property
-    def names(self):
-        return self.target.names
-
-    @property
-    def requirements(self):
-        return self.target.requirements
-
-    @property
-    def selector_text(self):
-        return self.target.selector_text
-
-    @property
-    def plan_options(self):
-        return planner.PlanOptions(self.gpu_taint, delete_emptydir_data=self.delete_emptydir_data,
-                                   force=self.force)
+    def settings(self):
+        """What the engine is told (evacuation/settings.py)."""
+        from ..evacuation.settings import Settings
+        return Settings(names=self.target.names, requirements=self.target.requirements,
+                        selector_text=self.target.selector_text, gpu_taint=self.gpu_taint,
+                        taint_first=self.taint_first, delete_emptydir_data=self.delete_emptydir_data,
+                        force=self.force, grace_period=self.grace_period, timeout=self.timeout,
+                        max_parallel=self.max_parallel, parallel_nodes=self.parallel_nodes,
+                        dry_run=self.dry_run, taint_lines_to_err=bool(self.output))
 
 
 def add_parser(subparsers, parents):
@@ -176,7 +167,7 @@ def execute(kube, options, *, out, err, clock=None, stop=None, **engine_args):
     # built on each run, and no other command needs them.
     from ..evacuation.run import Evacuation
     from ..output.evacuate import render
-    results = Evacuation(kube, options, out=out, err=err, clock=clock, stop=stop,
+    results = Evacuation(kube, options.settings(), out=out, err=err, clock=clock, stop=stop,
                          **engine_args).run()
     out.write(render(results, options))
     return exit_code(results)

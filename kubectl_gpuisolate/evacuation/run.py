@@ -8,7 +8,7 @@ happen; so do --taint's lines, to ``out``, as the taint command prints them."""
 import enum
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import List, Optional
+from typing import Any, Dict, FrozenSet, List, Optional, Set
 
 from ..core import maintenance, managers, planner
 from ..core.dryrun import DryRun
@@ -27,6 +27,7 @@ from .fit import check_fit
 from .plan import preflight, targets_for
 from .replacements import ReplacementWatch
 from .seal import Seal, already_noexecute_warnings, needs_seal, not_sealed, plan_options_for, seal, seal_mode
+from .settings import Settings
 from .state import NOT_STARTED, TERMINATING, WOULD_EVICT, Clock, Halt, Outcome
 
 # What evicting needs beyond reading: the eviction itself, and reading a pod after a 409.
@@ -140,25 +141,30 @@ class Evacuation:
     ``out`` takes --taint's lines only; ``err`` the progress.  The deadline (--timeout)
     counts from here; ``stop`` is the interrupt: once set, no new eviction starts."""
 
-    def __init__(self, kube, options, *, out, err, clock=None, stop=None, **engine_args):
-        self.kube, self.options = kube, options
+    def __init__(self, kube, settings: Settings, *, out, err, clock=None, stop=None, **engine_args):
+        self.kube, self.settings = kube, settings
         self.out, self.err = out, err
         clock = clock or Clock()
-        self.halt = Halt(clock, stop, clock.now() + options.timeout if options.timeout else None)
+        self.halt = Halt(clock, stop, clock.now() + settings.timeout if settings.timeout else None)
         self.progress = output.Progress(err)
         self.engine_args = engine_args
-        self.audit = Audit(kube, enabled=options.dry_run is DryRun.NONE,   # no events in dry runs
+        self.audit = Audit(kube, enabled=settings.dry_run is DryRun.NONE,   # no events in dry runs
                            warn=lambda message: output.warn(message, err))
+        # What _prepare finds: the cluster's nodes (for every landing check), the nodes this
+        # run fenced first, and the names of the run's nodes.
+        self.cluster_nodes: Optional[List[Dict[str, Any]]] = None
+        self.fenced: Set[str] = set()
+        self.run_names: FrozenSet[str] = frozenset()
 
     def run(self):
         """Returns one NodeResult per node, in the order the nodes were found."""
         nodes, checks = self._prepare()
-        before = check_fit(self.kube, [c.plan for c in checks if c.ok], self.options, self.err,
+        before = check_fit(self.kube, [c.plan for c in checks if c.ok], self.settings, self.err,
                            self.cluster_nodes)
-        if self.options.dry_run is DryRun.CLIENT:
+        if self.settings.dry_run is DryRun.CLIENT:
             return [self._sealed(node, NodeResult(c.plan.name, c.plan, NodeState.PLANNED))
                     if c.ok else _refused(c) for node, c in zip(nodes, checks)]
-        options = self.options
+        options = self.settings
         # Only real evictions wait for a budget (a dry run's refusal is final).
         budgets = BudgetWatch(self.kube, self.halt) \
             if options.dry_run is DryRun.NONE else None
@@ -192,13 +198,12 @@ class Evacuation:
     def _prepare(self):
         """Finds the nodes, taints them first if asked, plans and checks them, and reports
         the refusals and the PDBs that will hold pods back; returns (nodes, checks)."""
-        options, err = self.options, self.err
+        options, err = self.settings, self.err
         # The cluster's nodes, when listed, also serve every landing check of the run.
         nodes, _, _, self.cluster_nodes = find_nodes_and_view(
             self.kube, options.names, options.requirements, options.selector_text, warn=self._warn)
         if any(managers.is_autopilot(node) for node in nodes):
             raise NothingToDo(managers.AUTOPILOT_NOTE)
-        self.fenced = set()
         if seal_mode(options):
             self.progress(f"{options.gpu_taint} deletes the pods that do not tolerate it: fencing "
                           f"with {fence_for(options.gpu_taint)} first, NoExecute goes on only where "
@@ -207,7 +212,7 @@ class Evacuation:
             # A node in someone else's maintenance is refused by the preflight: never write to it.
             free = [n for n in nodes if not maintenance.maintenance(n)]
             tainted, self.fenced = _taint_first(self.kube, free, options,
-                                                err if options.output else self.out)
+                                                err if options.taint_lines_to_err else self.out)
             written = {n["metadata"]["name"]: n for n in tainted}
             nodes = [written.get(n["metadata"]["name"], n) for n in nodes]
         self.run_names = frozenset(n["metadata"]["name"] for n in nodes)
@@ -227,9 +232,9 @@ class Evacuation:
 
     def _run_nodes(self, evictor, nodes, checks):
         jobs = list(zip(nodes, checks))
-        if self.options.parallel_nodes == 1 or len(jobs) == 1:
+        if self.settings.parallel_nodes == 1 or len(jobs) == 1:
             return [self._node(evictor, node, check) for node, check in jobs]
-        with ThreadPoolExecutor(max_workers=self.options.parallel_nodes,
+        with ThreadPoolExecutor(max_workers=self.settings.parallel_nodes,
                                 thread_name_prefix="node") as pool:
             futures = [pool.submit(self._node, evictor, node, check) for node, check in jobs]
             return [f.result() for f in futures]
@@ -243,7 +248,7 @@ class Evacuation:
             return self._sealed(node, _not_started(plan, f"{why} before this node"))
         started = self.halt.clock.now()
         known = {d.uid for d in plan.decisions}
-        real = self.options.dry_run is DryRun.NONE
+        real = self.settings.dry_run is DryRun.NONE
         if real:
             try:
                 node, check = self._replan(plan.name)
@@ -262,30 +267,30 @@ class Evacuation:
 
     def _sealed(self, node, result):
         """Seal mode: once the node is evacuated, the NoExecute taint (seal.py)."""
-        if not needs_seal(node, self.options):
+        if not needs_seal(node, self.settings):
             return result
         if result.state not in (NodeState.EVACUATED, NodeState.CHECKED, NodeState.PLANNED):
             why = "its turn never came" if result.state is NodeState.NOT_STARTED else \
                 "pods were left on the node"
-            result.seal = not_sealed(self.options, why)
+            result.seal = not_sealed(self.settings, why)
             return result
-        leaving = frozenset() if self.options.dry_run is DryRun.NONE else \
+        leaving = frozenset() if self.settings.dry_run is DryRun.NONE else \
             frozenset(t.uid for t in targets_for(result.plan))
         try:
-            result.seal = seal(self.kube, result.name, self.options, leaving=leaving,
+            result.seal = seal(self.kube, result.name, self.settings, leaving=leaving,
                                fence_added=result.name in self.fenced, progress=self.progress)
         except GpuIsolateError as exc:
             self.progress(f"node/{result.name}: {exc}")
-            result.seal = not_sealed(self.options, str(exc))
+            result.seal = not_sealed(self.settings, str(exc))
         return result
 
     def _replan(self, name):
         """A fresh read of the node and its pods, checked again: it may have waited its turn."""
         node = self.kube.get_node(name)
-        plan = build_plans(self.kube, [node], plan_options_for(node, self.options),
+        plan = build_plans(self.kube, [node], plan_options_for(node, self.settings),
                            landing_check=True, warn=self._warn, run=self.run_names,
                            cluster_nodes=self.cluster_nodes)[0]
-        return node, preflight(plan, self.options)
+        return node, preflight(plan, self.settings)
 
     def _evacuate(self, evictor, plan):
         """Evicts the node's MOVE pods and waits for its terminating ones; returns the outcomes."""
@@ -299,7 +304,7 @@ class Evacuation:
         self.audit.planned(plan)
         outcomes = evictor.evacuate_node(plan.name, targets)
         self.audit.node_done(plan, outcomes)
-        if self.options.dry_run is not DryRun.NONE:
+        if self.settings.dry_run is not DryRun.NONE:
             # A dry run waits for nothing: a pod already terminating would be gone anyway.
             outcomes = [Outcome(o.target, WOULD_EVICT) if o.state == TERMINATING else o
                         for o in outcomes]
@@ -307,7 +312,7 @@ class Evacuation:
 
     def _classify_result(self, plan, outcomes, arrivals, seconds):
         """The node's state from its outcomes, said in one progress line."""
-        real = self.options.dry_run is DryRun.NONE
+        real = self.settings.dry_run is DryRun.NONE
         if all(o.done for o in outcomes):
             state = NodeState.EVACUATED if real else NodeState.CHECKED
         else:
@@ -330,7 +335,7 @@ class Evacuation:
         newcomers = [p for p in pods if (p.get("metadata") or {}).get("uid") not in known]
         if not newcomers:
             return []
-        decisions = planner.plan_node(node, newcomers, [], self.options.plan_options).decisions
+        decisions = planner.plan_node(node, newcomers, [], self.settings.plan_options).decisions
         for d in decisions:
             if d.action in (planner.MOVE, planner.BLOCKED):
                 output.warn(f"pod {d.ref} arrived on node/{name} during the run and does not "

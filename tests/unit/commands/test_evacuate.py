@@ -207,7 +207,7 @@ def test_the_evacuation_returns_its_results_and_prints_no_data():
     pods.append(pod("bare", "default", owner_ref=None, node_name=GPU_B))
     cluster = FakeCluster(nodes, pods)
     out, err = io.StringIO(), io.StringIO()
-    results = Evacuation(cluster, options(), out=out, err=err, clock=FakeClock()).run()
+    results = Evacuation(cluster, options().settings(), out=out, err=err, clock=FakeClock()).run()
     assert out.getvalue() == ""
     assert [(r.name, r.state, r.refused) for r in results] == [
         (GPU_A, NodeState.EVACUATED, False), (GPU_B, NodeState.REFUSED, True)]

@@ -43,8 +43,8 @@ WHO = {"karpenter": "Karpenter is disrupting it", "eks": "an EKS managed node gr
 
 @pytest.mark.parametrize("kind", sorted(WHO))
 def test_the_preflight_refuses_a_node_someone_else_drains(kind):
-    plan = planner.plan_node(busy(kind), [], [], options().plan_options)
-    check = preflight(plan, options())
+    plan = planner.plan_node(busy(kind), [], [], options().settings().plan_options)
+    check = preflight(plan, options().settings())
     assert not check.ok
     assert len(check.refusal) == 1 and check.refusal[0].startswith(WHO[kind])
     assert check.refusal[0].endswith("; evacuate would race it, so it leaves the node alone")

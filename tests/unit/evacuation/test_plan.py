@@ -16,7 +16,7 @@ WEB = {"matchLabels": {"app": "web"}}
 
 
 def options(*argv):
-    return EvacuateOptions.from_args(build_parser().parse_args(["evacuate", *argv]))
+    return EvacuateOptions.from_args(build_parser().parse_args(["evacuate", *argv])).settings()
 
 
 def plan(pods, pdbs=(), *, taints=(GPU_TAINT,), argv=()):
