@@ -23,6 +23,8 @@ mapping, pagination), ``api`` (``Kube``,
 which has a Transport and offers only the calls below, and ``connect``), then
 ``nodes`` (finding the GPU nodes, writing their taints) and ``gather`` (the
 facts the planner needs), which use only ``api``'s calls.
+
+May import: core, errors (and urllib3; ``kubernetes`` lazily).
 """
 
 from typing import Any, Callable, Dict, Iterator, List, Optional, Protocol, Tuple, runtime_checkable

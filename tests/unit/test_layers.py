@@ -215,3 +215,18 @@ def test_every_test_path_a_module_names_exists():
              for ref in re.findall(r"\btests/[\w./-]*\w", path.read_text(encoding="utf-8"))}
     assert named, "no module names a test path: the pattern is wrong"
     assert [(where, ref) for where, ref in sorted(named) if not (PACKAGE.parent / ref).exists()] == []
+
+
+@pytest.mark.parametrize("folder", FOLDERS)
+def test_each_package_says_what_it_may_import_and_imports_no_more(folder):
+    """Each package's docstring has a line "May import: a, b." naming our packages and modules it
+    may use; an import of any other of ours fails here (and the line must be kept true)."""
+    doc = ast.get_docstring(ast.parse((PACKAGE / folder / "__init__.py").read_text(encoding="utf-8")))
+    said = [line for line in doc.splitlines() if line.startswith("May import:")]
+    assert len(said) == 1, f"{folder}/__init__.py: no 'May import:' line"
+    allowed = {word.strip(" .,") for word in said[0][len("May import:"):].split("(")[0].split(",")}
+    allowed.discard("")
+    top = {p.stem for p in PACKAGE.iterdir() if p.name != "__pycache__"} - {"__init__", "__main__"}
+    assert allowed <= top, allowed - top
+    used = {n.split(".")[1] for path in modules(folder) for n in ours(imports(path), *top)}
+    assert used - {folder} <= allowed, f"{folder} imports {sorted(used - {folder} - allowed)}"
