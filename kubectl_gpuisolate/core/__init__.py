@@ -1,7 +1,7 @@
 """The pure core: plain API dicts in, decisions with reasons out.
 
-No I/O, no clock, no threads: only the standard library and each other
-(checked by tests/unit/test_layers.py).
+No I/O, no clock, no threads: only the standard library, each other and the errors a parser
+raises (checked by tests/unit/test_layers.py).
 
-May import: errors (the usage errors a parser raises); else only the standard library.
+May import: errors.
 """
