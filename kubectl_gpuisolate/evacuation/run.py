@@ -101,31 +101,31 @@ def _refused(check):
     return NodeResult(check.plan.name, check.plan, NodeState.REFUSED, refusal=check.refusal)
 
 
-def _taint_first(kube, nodes, options, stream):
+def _taint_first(kube, nodes, settings, stream):
     """Taints the nodes that carry no GPU taint yet (any value of the key and effect counts).
     With a NoExecute GPU taint it writes the NoSchedule fence instead (seal.py); returns
     (the nodes as updated, the names of the nodes it wrote)."""
-    taint = fence_for(options.gpu_taint) if seal_mode(options) else options.gpu_taint
+    taint = fence_for(settings.gpu_taint) if seal_mode(settings) else settings.gpu_taint
     todo = [n for n in nodes
-            if not gpu_taints_on((n.get("spec") or {}).get("taints"), options.gpu_taint)
+            if not gpu_taints_on((n.get("spec") or {}).get("taints"), settings.gpu_taint)
             and not gpu_taints_on((n.get("spec") or {}).get("taints"), taint)]
     for node in nodes:
         if node not in todo:
             stream.write(render_change(TaintChange(node["metadata"]["name"], ALREADY_TAINTED,
-                                                   options.dry_run)))
+                                                   settings.dry_run)))
     updated = {}
-    for node, verb in apply_taint(kube, todo, taint, overwrite=False, dry_run=options.dry_run):
+    for node, verb in apply_taint(kube, todo, taint, overwrite=False, dry_run=settings.dry_run):
         name = node["metadata"]["name"]
-        stream.write(render_change(TaintChange(name, verb, options.dry_run)))
+        stream.write(render_change(TaintChange(name, verb, settings.dry_run)))
         updated[name] = node
     return [updated.get(n["metadata"]["name"], n) for n in nodes], set(updated)
 
 
-def build_node_plans(kube, nodes, options, warn, run, cluster_nodes):
+def build_node_plans(kube, nodes, settings, warn, run, cluster_nodes):
     """build_plans, each node planned against its fence while it is only fenced (seal.py)."""
     groups: dict = {}
     for node in nodes:
-        groups.setdefault(plan_options_for(node, options), []).append(node)
+        groups.setdefault(plan_options_for(node, settings), []).append(node)
     plans = {}
     for plan_options, group in groups.items():
         for node, plan in zip(group, build_plans(kube, group, plan_options, landing_check=True,
@@ -164,12 +164,11 @@ class Evacuation:
         if self.settings.dry_run is DryRun.CLIENT:
             return [self._sealed(node, NodeResult(c.plan.name, c.plan, NodeState.PLANNED))
                     if c.ok else _refused(c) for node, c in zip(nodes, checks)]
-        options = self.settings
         # Only real evictions wait for a budget (a dry run's refusal is final).
         budgets = BudgetWatch(self.kube, self.halt) \
-            if options.dry_run is DryRun.NONE else None
-        evictor = Evictor(self.kube, halt=self.halt, dry_run=options.dry_run,
-                          grace_period=options.grace_period, max_parallel=options.max_parallel,
+            if self.settings.dry_run is DryRun.NONE else None
+        evictor = Evictor(self.kube, halt=self.halt, dry_run=self.settings.dry_run,
+                          grace_period=self.settings.grace_period, max_parallel=self.settings.max_parallel,
                           progress=self.progress, audit=self.audit,
                           **{"budgets": budgets, **self.engine_args})
         try:
@@ -180,7 +179,7 @@ class Evacuation:
             self.audit.close()
         if self.halt.stop.is_set():
             self.progress("interrupted: no new evictions were started")
-        elif options.dry_run is DryRun.NONE:
+        elif self.settings.dry_run is DryRun.NONE:
             self._settle(results, before)
         return results
 
@@ -198,36 +197,36 @@ class Evacuation:
     def _prepare(self):
         """Finds the nodes, taints them first if asked, plans and checks them, and reports
         the refusals and the PDBs that will hold pods back; returns (nodes, checks)."""
-        options, err = self.settings, self.err
+        settings, err = self.settings, self.err
         # The cluster's nodes, when listed, also serve every landing check of the run.
         nodes, _, _, self.cluster_nodes = find_nodes_and_view(
-            self.kube, options.names, options.requirements, options.selector_text, warn=self._warn)
+            self.kube, settings.names, settings.requirements, settings.selector_text, warn=self._warn)
         if any(managers.is_autopilot(node) for node in nodes):
             raise NothingToDo(managers.AUTOPILOT_NOTE)
-        if seal_mode(options):
-            self.progress(f"{options.gpu_taint} deletes the pods that do not tolerate it: fencing "
-                          f"with {fence_for(options.gpu_taint)} first, NoExecute goes on only where "
+        if seal_mode(settings):
+            self.progress(f"{settings.gpu_taint} deletes the pods that do not tolerate it: fencing "
+                          f"with {fence_for(settings.gpu_taint)} first, NoExecute goes on only where "
                           "no pod left would be deleted")
-        if options.taint_first:
+        if settings.taint_first:
             # A node in someone else's maintenance is refused by the preflight: never write to it.
             free = [n for n in nodes if not maintenance.maintenance(n)]
-            tainted, self.fenced = _taint_first(self.kube, free, options,
-                                                err if options.taint_lines_to_err else self.out)
+            tainted, self.fenced = _taint_first(self.kube, free, settings,
+                                                err if settings.taint_lines_to_err else self.out)
             written = {n["metadata"]["name"]: n for n in tainted}
             nodes = [written.get(n["metadata"]["name"], n) for n in nodes]
         self.run_names = frozenset(n["metadata"]["name"] for n in nodes)
-        plans = build_node_plans(self.kube, nodes, options, self._warn, self.run_names,
+        plans = build_node_plans(self.kube, nodes, settings, self._warn, self.run_names,
                                  self.cluster_nodes)
         for warning in [w for p in plans for w in p.warnings] + \
-                already_noexecute_warnings(self.kube, nodes, options):
+                already_noexecute_warnings(self.kube, nodes, settings):
             output.warn(warning, err)
-        checks = [preflight(p, options) for p in plans]
-        if options.dry_run is not DryRun.CLIENT:
+        checks = [preflight(p, settings) for p in plans]
+        if settings.dry_run is not DryRun.CLIENT:
             check_permissions(self.kube, [c.plan for c in checks if c.ok])
         for check in checks:
             if not check.ok:
                 report_refusal(check, err)
-        report_pdbs(checks, options, err)
+        report_pdbs(checks, settings, err)
         return nodes, checks
 
     def _run_nodes(self, evictor, nodes, checks):

@@ -54,18 +54,17 @@ class RecordedList(list):
         super().__init__(data)
         self._path, self._log = path, log
 
+    def _items(self):
+        return [recorded(v, self._path + "[]", self._log) for v in list.__iter__(self)]
+
     def __getitem__(self, index):
         item = super().__getitem__(index)
-        if isinstance(index, slice):
-            return [recorded(v, self._path + "[]", self._log) for v in item]
-        return recorded(item, self._path + "[]", self._log)
+        return [recorded(v, self._path + "[]", self._log) for v in item] \
+            if isinstance(index, slice) else recorded(item, self._path + "[]", self._log)
 
     def __iter__(self):
         self._log.add(self._path + "[]")
-        return (recorded(v, self._path + "[]", self._log) for v in list.__iter__(self))
-
-    def _items(self):
-        return [recorded(v, self._path + "[]", self._log) for v in list.__iter__(self)]
+        return iter(self._items())
 
     def __add__(self, other):       # gpu._containers joins containers and initContainers
         self._log.add(self._path + "[]")
