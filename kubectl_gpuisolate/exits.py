@@ -1,4 +1,4 @@
-"""The exit codes (docs/output.md and the README's "Exit codes"; keep them in step) and the
+"""The exit codes (docs/output.md, "Exit codes"; keep them in step) and the
 signals that end a run with one (``SIGNALS``, the one table).  It imports nothing of ours, so
 that every module may import it: errors.py for its classes' codes, interrupts.py for the
 signals'.
