@@ -101,6 +101,8 @@ def _main(argv):
         from .completion.shell import autocomplete
         autocomplete(build_parser())
     args = build_parser(argv).parse_args(argv)
+    for line in getattr(args, "deprecations", ()):   # as kubectl: on stderr, and the flag still works
+        sys.stderr.write(line + "\n")
     debug = getattr(args, "debug", False)
     try:
         return _run(args)

@@ -19,7 +19,7 @@ EXIT_PREFLIGHT = 9         # evacuate refused before evicting anything
 EXIT_INCOMPLETE = 10       # evacuate: pods still pending or failed at the end
 EXIT_PYTHON = 11           # interpreter too old (the zipapp's guard)
 EXIT_INTERNAL = 12         # a bug: an unexpected exception (rerun with --debug)
-EXIT_FENCED = 13           # evacuate --taint: a NoExecute taint not applied; the node keeps its
+EXIT_FENCED = 13           # evacuate --taint-first: a NoExecute taint not applied; the node keeps its
                            # NoSchedule fence
 EXIT_SIGINT = 130
 EXIT_SIGTERM = 143

@@ -106,6 +106,14 @@ class _GoBool(argparse.Action):
         setattr(namespace, self.dest, (option_string or "").partition("=")[2] or "true")
 
 
+def deprecated(namespace, flag, instead):
+    """Records kubectl's warning for a deprecated flag, in pflag's words ("Flag --x has been
+    deprecated, ..."); cli.py prints each once on stderr, before the command runs."""
+    warnings = getattr(namespace, "deprecations", None) or []
+    line = f"Flag {flag} has been deprecated, {instead}"
+    namespace.deprecations = warnings if line in warnings else [*warnings, line]
+
+
 def parse_level(text):
     """-v/--v: an integer, as kubectl's klog flag (a negative level logs nothing)."""
     try:

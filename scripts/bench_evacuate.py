@@ -1,5 +1,5 @@
 """The evacuate workload of scripts/bench: two GPU nodes with N movable pods each, reset before
-every run so that `kubectl gpuisolate evacuate --taint` and `kubectl drain` + `uncordon` start from
+every run so that `kubectl gpuisolate evacuate --taint-first` and `kubectl drain` + `uncordon` start from
 the same state.
 
 The bench adds its own kwok nodes to the sandbox (labelled gpuisolate-bench=...): two GPU nodes
@@ -171,7 +171,7 @@ def measure(workload, pods, reps, plugin, kubectl, env, timed, log, plugin_flags
     Returns {"plugin": [(seconds, gpu pods restarted)], "kubectl": [...]}."""
     nodes = list(workload.gpu_nodes)
     sides = {
-        "plugin": [plugin("evacuate", "--taint", "--delete-emptydir-data", *plugin_flags,
+        "plugin": [plugin("evacuate", "--taint-first", "--delete-emptydir-data", *plugin_flags,
                           "--timeout", timeout, *nodes)],
         "kubectl": [[kubectl, "drain", *nodes, "--ignore-daemonsets", "--delete-emptydir-data",
                      f"--timeout={timeout}"], [kubectl, "uncordon", *nodes]],

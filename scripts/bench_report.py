@@ -96,7 +96,7 @@ class Report:
             return [], []
         row, s = self.limit_evac, self.limit_evac["samples"]
         p, k = self._stat(s, "plugin"), self._stat(s, "kubectl")
-        summary = [f"| `evacuate --taint --parallel-nodes 4` vs `drain` + `uncordon`, {row['label']} | "
+        summary = [f"| `evacuate --taint-first --parallel-nodes 4` vs `drain` + `uncordon`, {row['label']} | "
                    f"{_s(p)} | {_s(k)} | {p / k:.2f}× | ≤ {BUDGETS['limit_evacuate']}× | "
                    f"{self._verdict(p / k, BUDGETS['limit_evacuate'])} |"]
         details = [f"- limit evacuate, {row['label']}: min / median / max of {len(s['plugin'])} runs: "
@@ -196,7 +196,8 @@ class Report:
             if not row["main"]:
                 continue
             p, k = self._stat(row["samples"], "plugin"), self._stat(row["samples"], "kubectl")
-            lines.append(f"| `evacuate --taint` vs `drain` + `uncordon`, 2 GPU nodes × {row['pods']} pods | "
+            lines.append("| `evacuate --taint-first` vs `drain` + `uncordon`, "
+                         f"2 GPU nodes × {row['pods']} pods | "
                          f"{_s(p)} | {_s(k)} | {p / k:.2f}× | ≤ {BUDGETS['evacuate']}× | "
                          f"{self._verdict(p / k, BUDGETS['evacuate'])} |")
             pg = max(s[1] for s in row["samples"]["plugin"])

@@ -4,7 +4,7 @@ pods, static pods and finished pods (they hold no resources and keep their Job
 logs) stay where they are.
 
 The taint is the fence: a GPU node without the GPU taint is refused, because
-evicted pods could come straight back (--taint taints it first, as 'taint'
+evicted pods could come straight back (--taint-first taints it first, as 'taint'
 does).  Nothing is ever cordoned, and a cordon someone else set is left alone.
 Before anything is evicted on a node its plan is checked as a whole: a pod that
 needs --delete-emptydir-data or --force, or that several PDBs match, refuses the
@@ -14,7 +14,7 @@ nothing else untainted) is never evicted: the summary names it with the
 constraint, and it does not change the exit code.
 
 A NoExecute GPU taint deletes, through the taint-eviction controller, every pod that does not
-tolerate it, bypassing the Eviction API and every PodDisruptionBudget.  So --taint with a
+tolerate it, bypassing the Eviction API and every PodDisruptionBudget.  So --taint-first with a
 NoExecute --gpu-taint works in two steps: it fences the node with the NoSchedule taint of the
 same key and value, evicts behind that fence, and only when no pod left on the node would be
 deleted puts the NoExecute taint on and removes the fence it added.  If a pod that stays does
@@ -45,16 +45,16 @@ from ..core.noexecute import PREFER_NO_SCHEDULE
 from ..core.taints import DEFAULT_TAINT, Taint, parse_taint
 from ..errors import Interrupted, UsageError
 from ..exits import EXIT_FENCED, EXIT_INCOMPLETE, EXIT_OK, EXIT_PREFLIGHT
-from ..flags import add_dry_run_flag, add_output_flag, parse_dry_run, parse_duration
+from ..flags import add_dry_run_flag, add_output_flag, deprecated, parse_dry_run, parse_duration
 from ..interrupts import graceful
-from .common import IO, NodeTarget, OnNodes, add_node_flags
+from .common import IO, NodeTarget, OnNodes, add_node_flags, is_taint_shaped
 
 if TYPE_CHECKING:
     from ..kube import KubeApi
 
 EXAMPLES = """examples:
   # Taint the GPU nodes, then move every pod that does not tolerate the taint
-  kubectl gpuisolate evacuate --taint --delete-emptydir-data --force
+  kubectl gpuisolate evacuate --taint-first --delete-emptydir-data --force
 
   # Show what would move, stay and block, without changing anything
   kubectl gpuisolate evacuate --dry-run=client
@@ -63,7 +63,8 @@ EXAMPLES = """examples:
   kubectl gpuisolate evacuate --dry-run=server
 
   # Fence with NoSchedule, evict, then put the NoExecute taint on where nothing left would be deleted
-  kubectl gpuisolate evacuate --taint --gpu-taint nvidia.com/gpu=true:NoExecute --delete-emptydir-data --force
+  kubectl gpuisolate evacuate --taint-first --gpu-taint nvidia.com/gpu=true:NoExecute \
+      --delete-emptydir-data --force
 
   # Two nodes at a time, at most 4 evictions in flight, give up after 30 minutes
   kubectl gpuisolate evacuate --parallel-nodes 2 --max-parallel 4 --timeout 30m
@@ -86,6 +87,8 @@ class EvacuateOptions(OnNodes):
 
     @classmethod
     def from_args(cls, args):
+        # Node names that followed a bare (deprecated) --taint: see _TaintFlag.
+        args.nodes = [*args.nodes, *getattr(args, "nodes_after_taint", ())]
         target = NodeTarget.from_args(args)
         if args.grace_period < -1:
             raise UsageError("--grace-period must be -1 (the pod's own) or a number of seconds >= 0")
@@ -99,7 +102,7 @@ class EvacuateOptions(OnNodes):
             raise UsageError(f"evacuate cannot use {gpu_taint}: PreferNoSchedule is no fence (the "
                              "scheduler may put evicted pods straight back); use NoSchedule")
         return cls(target=target, gpu_taint=gpu_taint,
-                   taint_first=args.taint, delete_emptydir_data=args.delete_emptydir_data,
+                   taint_first=args.taint_first, delete_emptydir_data=args.delete_emptydir_data,
                    force=args.force, grace_period=args.grace_period, timeout=timeout or None,
                    max_parallel=args.max_parallel, parallel_nodes=args.parallel_nodes,
                    dry_run=parse_dry_run(args.dry_run), output=args.output)
@@ -122,16 +125,36 @@ class EvacuateOptions(OnNodes):
                         dry_run=self.dry_run, taint_lines_to_err=bool(self.output))
 
 
+class _TaintFlag(argparse.Action):
+    """``--taint KEY[=VALUE]:EFFECT`` names the GPU taint, as in the other commands.  evacuate's
+    --taint once took no value and meant "taint first": that spelling still works, with kubectl's
+    deprecation warning.  A word after it that is not taint-shaped is a node name (common.py's
+    rule), so ``evacuate --taint gpu-1`` keeps its old meaning."""
+
+    def __call__(self, parser, namespace, value, option_string=None):
+        if value is not None and is_taint_shaped(value):
+            setattr(namespace, self.dest, value)
+            return
+        namespace.taint_first = True
+        if value is not None:
+            namespace.nodes_after_taint = [*getattr(namespace, "nodes_after_taint", []), value]
+        deprecated(namespace, "--taint", "use --taint-first instead (--taint now names the GPU taint)")
+
+
 def add_parser(subparsers, parents):
     parser = subparsers.add_parser(
         "evacuate", parents=parents, help="evict the pods that do not tolerate the GPU taint",
         description=__doc__, epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
     add_node_flags(parser)
-    parser.add_argument("--taint", action="store_true",
+    parser.add_argument("--taint-first", action="store_true",
                         help="taint the nodes first (as 'kubectl gpuisolate taint' does)")
     parser.add_argument("--gpu-taint", default=DEFAULT_TAINT, metavar="KEY[=VALUE]:EFFECT",
                         help=f"the GPU taint (default {DEFAULT_TAINT}); a node carrying this key "
                              "and effect with any value counts as tainted").completer = complete_taint
+    parser.add_argument("--taint", action=_TaintFlag, nargs="?", dest="gpu_taint",
+                        metavar="KEY[=VALUE]:EFFECT",
+                        help="the same as --gpu-taint, as in status, taint and untaint (without a "
+                             "value: --taint-first, deprecated)").completer = complete_taint
     parser.add_argument("--delete-emptydir-data", action="store_true",
                         help="allow evicting pods with emptyDir volumes (their data is lost)")
     parser.add_argument("--force", action="store_true",

@@ -9,7 +9,7 @@ on the node that does not tolerate it (after its tolerationSeconds, if it has th
 the Eviction API and every PodDisruptionBudget -- DaemonSet pods and GPU pods that tolerate
 only NoSchedule included.  So before writing one, taint lists those pods on every node and, if
 there are any, refuses (exit 9) and writes nothing, unless --allow-pod-deletion is given.
-'kubectl gpuisolate evacuate --taint --gpu-taint KEY=VALUE:NoExecute' moves them first.
+'kubectl gpuisolate evacuate --taint-first --gpu-taint KEY=VALUE:NoExecute' moves them first.
 A PreferNoSchedule taint is written with a warning: it keeps nothing off.
 
 A taint can be taken off as soon as it is written, by a controller that owns the node's taints
@@ -138,7 +138,7 @@ def _check_deletions(kube, nodes, options, io):
             f"{options.taint} would delete {total} pod(s) on "
             f"{sum(1 for d in found.values() if d)} node(s), listed above, bypassing every "
             "PodDisruptionBudget; nothing was written: move them first with 'kubectl gpuisolate "
-            "evacuate --taint', or pass --allow-pod-deletion", exit_code=EXIT_PREFLIGHT)
+            "evacuate --taint-first', or pass --allow-pod-deletion", exit_code=EXIT_PREFLIGHT)
 
 
 def _note_untolerated(kube, nodes, options, io):

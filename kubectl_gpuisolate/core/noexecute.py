@@ -5,7 +5,7 @@ every pod on the node that does not tolerate it, straight away or, when the tole
 ``tolerationSeconds``, once they have passed.  Deletion bypasses the Eviction API and every
 PodDisruptionBudget, and a DaemonSet pod or a GPU pod that tolerates only NoSchedule goes
 too.  ``deletions`` says which pods a NoExecute taint would delete, after how long, and why
-each one matters; ``taint`` and ``evacuate --taint`` refuse or hold back on that answer.
+each one matters; ``taint`` and ``evacuate --taint-first`` refuse or hold back on that answer.
 """
 
 from typing import Iterable, List, NamedTuple, Optional, Sequence, Tuple

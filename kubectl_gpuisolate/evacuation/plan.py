@@ -51,7 +51,7 @@ def preflight(plan, options):
                for who in plan.maintenance]
     if not plan.tainted:
         refusal.append(f"it lacks the GPU taint {options.gpu_taint}, so evicted pods could come "
-                       "straight back; run 'kubectl gpuisolate taint' first or pass --taint")
+                       "straight back; run 'kubectl gpuisolate taint' first or pass --taint-first")
     refusal += [f"pod {d.ref} {d.message}" for d in plan.blocked]
     flags = sorted({f for d in plan.blocked for f in d.flags})
     return NodeCheck(plan, refusal, flags)

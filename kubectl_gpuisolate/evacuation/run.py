@@ -75,7 +75,7 @@ class NodeResult:
     refusal: List[str] = field(default_factory=list)
     arrivals: list = field(default_factory=list)     # planner decisions of newcomers
     seconds: float = 0.0
-    seal: Optional[Seal] = None      # evacuate --taint with a NoExecute taint: fence, then seal
+    seal: Optional[Seal] = None      # evacuate --taint-first with a NoExecute taint: fence, then seal
     unschedulable: list = field(default_factory=list)   # replacements.Replacement of its pods
 
     @property

@@ -1,4 +1,4 @@
-"""``evacuate --taint`` with a NoExecute GPU taint: fence first, seal last.
+"""``evacuate --taint-first`` with a NoExecute GPU taint: fence first, seal last.
 
 A NoExecute taint deletes the pods that do not tolerate it, bypassing the Eviction API and every
 PodDisruptionBudget, so it is never the first write.  A node that has no GPU taint of the

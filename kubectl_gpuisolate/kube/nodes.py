@@ -90,7 +90,7 @@ def check_conflicts(nodes, taint, *, overwrite):
 
 
 def apply_taint(kube, nodes, taint, *, overwrite, dry_run):
-    """Taints the nodes (shared with ``evacuate --taint``), yielding ``(updated node, verb)``
+    """Taints the nodes (shared with ``evacuate --taint-first``), yielding ``(updated node, verb)``
     as each is written, so that the caller can report each write before the next starts
     (an error midway leaves the earlier ones reported).  The verbs are core.taints'.
 

@@ -188,7 +188,7 @@ def render_summary(results, options):
 
 
 def render_seals(results):
-    """evacuate --taint with a NoExecute taint: per fenced node, whether the NoExecute taint went
+    """evacuate --taint-first with a NoExecute taint: per fenced node, whether the NoExecute taint went
     on, and the pods that stay and lack its toleration."""
     seals = [(r.name, r.seal) for r in results if getattr(r, "seal", None) is not None]
     if not seals:

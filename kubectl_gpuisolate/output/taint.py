@@ -1,4 +1,4 @@
-"""What ``taint`` and ``untaint`` print (and ``evacuate --taint`` before it plans): one line per
+"""What ``taint`` and ``untaint`` print (and ``evacuate --taint-first`` before it plans): one line per
 node, what the write did to it, and the note, before tainting, about the running pods the new
 taint keeps where they are, or, for a NoExecute taint, the pods it would delete."""
 

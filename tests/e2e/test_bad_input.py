@@ -184,11 +184,11 @@ CASES = [
     ("status-missing-node", 6, ["no-such-node", "kubectl get nodes"], ["status", "no-such-node"]),
     ("taint-missing-node", 6, ["no-such-node"], ["taint", GPU_A, "no-such-node"]),
     ("untaint-missing-node", 6, ["no-such-node"], ["untaint", "no-such-node"]),
-    ("evacuate-missing-node", 6, ["no-such-node"], ["evacuate", "no-such-node", "--taint"]),
+    ("evacuate-missing-node", 6, ["no-such-node"], ["evacuate", "no-such-node", "--taint-first"]),
     ("status-no-gpu-nodes", 6, ["no GPU nodes found", "-l/--selector"],
      ["status", "-l", "gpuisolate.example.com/none=true"]),
     ("evacuate-no-gpu-nodes", 6, ["no GPU nodes found"],
-     ["evacuate", "--taint", "-l", "gpuisolate.example.com/none=true"]),
+     ["evacuate", "--taint-first", "-l", "gpuisolate.example.com/none=true"]),
     # the interpreter
     ("python-3.8", 11, ["needs Python >= 3.9", "found 3.8"], "python3.8"),
 ]

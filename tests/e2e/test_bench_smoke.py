@@ -40,10 +40,10 @@ def test_bench_quick_prints_the_table(tmp_path):
     out = run.stdout
     assert "| measurement | plugin | kubectl | ratio | budget | verdict |" in out
     for row in ("`status` vs the kubectl pair, seed", "`status` vs the kubectl pair, 100 nodes",
-                "peak RSS, 100 nodes", "`evacuate --taint` vs `drain` + `uncordon`",
+                "peak RSS, 100 nodes", "`evacuate --taint-first` vs `drain` + `uncordon`",
                 "GPU pods restarted per run", "API server CPU per command (net of idle), 100 nodes",
                 "API server requests per command (net of idle), 100 nodes",
-                "`evacuate --taint --parallel-nodes 4` vs `drain` + `uncordon`, 2 GPU nodes × 3 pods"):
+                "`evacuate --taint-first --parallel-nodes 4` vs `drain` + `uncordon`, 2 GPU nodes × 3 pods"):
         assert row in out, row
     assert "Versions: kubectl-gpuisolate" in out and "Machine:" in out
     assert "(quick run: not judged)" in out

@@ -85,7 +85,7 @@ def test_no_credential_is_printed(gpuisolate, material, tmp_path, kind, path):
     config = pki.kubeconfig(tmp_path / "kubeconfig", server, ca, {"u": entry})
     extra = {"403": ["--as", "gpuisolate-e2e-nobody"], "timeout": ["--request-timeout", "1s"]}.get(path, [])
     commands = [["status"], ["taint", "--dry-run=server"],
-                ["evacuate", "--taint", "--delete-emptydir-data", "--dry-run=server", "-o", "json"]]
+                ["evacuate", "--taint-first", "--delete-emptydir-data", "--dry-run=server", "-o", "json"]]
     temp = tmp_path / "tmp"
     temp.mkdir()
     for command in commands if path == "ok" else commands[:1]:

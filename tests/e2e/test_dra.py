@@ -18,7 +18,7 @@ from test_least_privilege import binding, role, shipped_rules, without
 pytestmark = pytest.mark.dra
 DRA = "resource.k8s.io/v1"
 GPU_DRIVER, NIC_DRIVER = "gpu.nvidia.com", "nic.example.com"
-EVACUATE = ["evacuate", GPU_A, "--taint", "--delete-emptydir-data", "--timeout", "3m"]
+EVACUATE = ["evacuate", GPU_A, "--taint-first", "--delete-emptydir-data", "--timeout", "3m"]
 
 
 def device_class(name, expression):

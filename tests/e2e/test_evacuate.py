@@ -154,7 +154,7 @@ def test_taint_then_evacuate_leaves_only_daemonsets_and_the_inference_pod(gpuiso
 def test_a_never_allowing_pdb_is_reported_up_front_and_exits_non_zero(gpuisolate, clean):
     db_uid = next(p["metadata"]["uid"] for p in clean.pods_on(GPU_B)
                   if p["metadata"]["name"] == "nai-db-0")
-    result = gpuisolate("evacuate", GPU_B, "--taint", "--delete-emptydir-data", "--timeout", "30s")
+    result = gpuisolate("evacuate", GPU_B, "--taint-first", "--delete-emptydir-data", "--timeout", "30s")
     assert result.returncode == 10, result.stderr
     assert lines_in_order(result.stderr,
                           "Warning: PodDisruptionBudget nai-system/nai-db can never allow an eviction "
@@ -181,7 +181,7 @@ def test_a_pdb_at_zero_blocks_until_the_deadline(gpuisolate, clean, namespace):
     """Replacements pinned to the GPU node stay Pending once it is tainted, so after the first
     eviction the PDB allows none: the second pod waits, retried, until --timeout."""
     pinned_pair(clean, namespace)
-    result = gpuisolate("evacuate", GPU_A, "--taint", "--delete-emptydir-data", "--timeout", "20s")
+    result = gpuisolate("evacuate", GPU_A, "--taint-first", "--delete-emptydir-data", "--timeout", "20s")
     assert result.returncode == 10, result.stderr
     assert f"blocked by PDB {namespace}/pinned: needs 1 healthy, has" in result.stderr
     pending = [line for line in result.stdout.split("Not moved:")[1].split("\n\n")[0].splitlines()
@@ -230,7 +230,7 @@ def test_a_pdb_allowing_one_lets_pods_go_one_by_one_and_is_never_violated(gpuiso
 def test_a_multi_pdb_pod_is_reported_before_any_eviction(gpuisolate, clean):
     apply(clean, pdb("everything", "kommander", {}, maxUnavailable=1))   # {} matches every pod
     before = uids_on(clean, [GPU_A])
-    result = gpuisolate("evacuate", GPU_A, "--taint", "--delete-emptydir-data")
+    result = gpuisolate("evacuate", GPU_A, "--taint-first", "--delete-emptydir-data")
     assert result.returncode == 9, result.stderr
     assert "evicting pod" not in result.stderr
     line = next(x for x in result.stderr.splitlines() if "thanos-query-" in x)
@@ -245,7 +245,7 @@ def test_a_bare_pod_is_refused_without_force(gpuisolate, clean, namespace):
                            "containers": [{"name": "main", "image": "busybox"}]}})
     wait_until("bare pod running", lambda: ready(clean.get_json("pod", "-n", namespace, "bare")))
     before = uids_on(clean, [GPU_A])
-    refused = gpuisolate("evacuate", GPU_A, "--taint", "--delete-emptydir-data")
+    refused = gpuisolate("evacuate", GPU_A, "--taint-first", "--delete-emptydir-data")
     assert refused.returncode == 9, refused.stderr
     assert f"pod {namespace}/bare does not tolerate" in refused.stderr and "(use --force)" in refused.stderr
     assert uids_on(clean, [GPU_A]) == before
@@ -257,7 +257,7 @@ def test_a_bare_pod_is_refused_without_force(gpuisolate, clean, namespace):
 
 def test_an_emptydir_pod_is_refused_without_delete_emptydir_data(gpuisolate, clean):
     before = uids_on(clean, [GPU_A])
-    result = gpuisolate("evacuate", GPU_A, "--taint")
+    result = gpuisolate("evacuate", GPU_A, "--taint-first")
     assert result.returncode == 9, result.stderr
     assert "pod kommander/kube-prometheus-stack-grafana-" in result.stderr
     assert "has emptyDir data (use --delete-emptydir-data)" in result.stderr
@@ -270,7 +270,7 @@ def test_an_untainted_node_is_refused_in_one_line(gpuisolate, clean):
     assert result.returncode == 9
     assert [line for line in result.stderr.splitlines() if "refused" in line] == [
         f"node/{GPU_A} refused: it lacks the GPU taint nvidia.com/gpu=true:NoSchedule, so evicted "
-        "pods could come straight back; run 'kubectl gpuisolate taint' first or pass --taint"]
+        "pods could come straight back; run 'kubectl gpuisolate taint' first or pass --taint-first"]
 
 
 # -- dry runs --------------------------------------------------------------------------------------
@@ -278,7 +278,7 @@ def test_an_untainted_node_is_refused_in_one_line(gpuisolate, clean):
 def test_server_dry_run_reports_the_zero_disruption_pdb_and_changes_nothing(gpuisolate, clean):
     nodes_before = {n: clean.get_json("node", n)["metadata"]["resourceVersion"] for n in GPU_NODES}
     before = uids_on(clean)
-    result = gpuisolate("evacuate", "--taint", "--delete-emptydir-data", "--dry-run=server")
+    result = gpuisolate("evacuate", "--taint-first", "--delete-emptydir-data", "--dry-run=server")
     assert result.returncode == 10, result.stderr
     assert "tainted (server dry run)" in result.stdout
     row = [line for line in result.stdout.splitlines() if "nai-system/nai-db-0" in line]
@@ -291,7 +291,7 @@ def test_server_dry_run_reports_the_zero_disruption_pdb_and_changes_nothing(gpui
 
 def test_client_dry_run_prints_the_plan_and_changes_nothing(gpuisolate, clean):
     before = uids_on(clean)
-    result = gpuisolate("evacuate", "--taint", "--delete-emptydir-data", "--dry-run=client",
+    result = gpuisolate("evacuate", "--taint-first", "--delete-emptydir-data", "--dry-run=client",
                         "-o", "json")
     assert result.returncode == 0, result.stderr
     doc = json.loads(result.stdout)            # with -o json the taint lines go to stderr
@@ -305,7 +305,7 @@ def test_client_dry_run_prints_the_plan_and_changes_nothing(gpuisolate, clean):
 # -- interrupt, least privilege, and drain for comparison ----------------------------------------------
 def test_sigint_stops_and_prints_what_is_pending(gpuisolate, clean, namespace):
     pinned_pair(clean, namespace)
-    proc = subprocess.Popen(["kubectl", "gpuisolate", "evacuate", GPU_A, "--taint",
+    proc = subprocess.Popen(["kubectl", "gpuisolate", "evacuate", GPU_A, "--taint-first",
                              "--delete-emptydir-data", "--timeout", "5m"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             env=gpuisolate.env())

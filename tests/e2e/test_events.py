@@ -1,4 +1,4 @@
-"""evacuate's audit trail against the seed sandbox: after a real `evacuate --taint`, the
+"""evacuate's audit trail against the seed sandbox: after a real `evacuate --taint-first`, the
 Kubernetes Events that `kubectl get events --field-selector involvedObject.uid=UID` and
 `kubectl describe pod` show on a pod it evicted, on nai-db-0 (whose PDB allows no disruption)
 and on the inference pod it leaves in place; none on DaemonSet or finished pods, and none
@@ -35,11 +35,11 @@ def test_a_run_leaves_an_event_on_each_pod_it_evicted_was_refused_or_left(gpuiso
     pods = {p["metadata"]["uid"]: p for n in GPU_NODES for p in clean.pods_on(n)}
     older = every_audit_event(clean)
     for dry_run in ("client", "server"):
-        result = gpuisolate("evacuate", "--taint", "--delete-emptydir-data", f"--dry-run={dry_run}")
+        result = gpuisolate("evacuate", "--taint-first", "--delete-emptydir-data", f"--dry-run={dry_run}")
         assert result.returncode in (0, 10), result.stderr
     assert every_audit_event(clean) == older                  # dry runs write no events
 
-    result = gpuisolate("evacuate", "--taint", "--delete-emptydir-data", "--timeout", "2m")
+    result = gpuisolate("evacuate", "--taint-first", "--delete-emptydir-data", "--timeout", "2m")
     assert result.returncode == 10, result.stderr             # nai-db's PDB never allows
     assert "Kubernetes event" not in result.stderr, result.stderr
     # The command waited for its events: they are there as soon as it ends.

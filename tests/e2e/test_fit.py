@@ -48,7 +48,7 @@ def test_a_pod_too_large_for_the_workers_is_warned_of_and_its_replacement_report
     # the premise: no worker can take it (allocatable is whole cores or millicores)
     assert max(int(c[:-1]) / 1000 if c.endswith("m") else int(c) for c in allocatable) < HUNGRY_CPU
 
-    result = gpuisolate("evacuate", GPU_A, GPU_B, "--taint", "--delete-emptydir-data",
+    result = gpuisolate("evacuate", GPU_A, GPU_B, "--taint-first", "--delete-emptydir-data",
                         "--timeout", "3m", "-o", "json")
     lines = result.stderr.splitlines()
     warning = index_of(lines, f"a pod needs {HUNGRY_CPU:.1f} CPU; the landing node with the most "

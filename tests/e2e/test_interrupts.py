@@ -149,7 +149,7 @@ def test_an_interrupted_evacuation_leaves_a_consistent_cluster(gpuisolate, scrat
     before, claims = admin.pods(), admin.local_claims()
     args = ["evacuate", "--delete-emptydir-data", "-o", "json", "--timeout", "60s",
             "--parallel-nodes", str(rng.choice([1, 2])), "--max-parallel", str(rng.choice([1, 3, 8]))]
-    args += ["--taint"] if taint_first else []
+    args += ["--taint-first"] if taint_first else []
     args.append(scratch_node)
     env = gpuisolate.env(KUBECONFIG=proxy.config) if through_proxy else gpuisolate.env()
     if through_proxy:
@@ -210,7 +210,7 @@ def silent_server():
 
 
 @pytest.mark.parametrize("signum", sorted(SIGNALS), ids=lambda s: SIGNALS[s][1])
-@pytest.mark.parametrize("command", [["status"], ["taint"], ["evacuate", "--taint"]],
+@pytest.mark.parametrize("command", [["status"], ["taint"], ["evacuate", "--taint-first"]],
                          ids=["status", "taint", "evacuate"])
 def test_an_interrupt_while_the_server_hangs(gpuisolate, sandbox, tmp_path, silent_server, command, signum):
     port, accepted = silent_server

@@ -64,7 +64,8 @@ def test_evacuate_leaves_the_seeds_rook_ceph_pods_that_cannot_land_and_moves_the
     assert rgw["spec"]["nodeName"] == GPU_B
     before = {p["metadata"]["uid"] for p in live(clean, "-A")}
 
-    result = gpuisolate("evacuate", "--taint", "--delete-emptydir-data", "--timeout", "3m", "-o", "json")
+    result = gpuisolate("evacuate", "--taint-first", "--delete-emptydir-data", "--timeout", "3m",
+                        "-o", "json")
     assert result.returncode == 0, result.stdout + result.stderr       # nowhere-to-land is no failure
     doc = json.loads(result.stdout)
     node_b = next(n for n in doc["nodes"] if n["name"] == GPU_B)
@@ -200,7 +201,7 @@ def test_pinned_gpu_affine_local_and_zonal_pods_stay_and_a_plain_one_moves(gpuis
         assert gpu_warning in text.stderr
 
         assert gpuisolate("taint").returncode == 0     # GPU B too: the plain pod's replacement goes to a CPU
-        result = gpuisolate("evacuate", GPU_A, "--taint", "--delete-emptydir-data", "--timeout", "2m")
+        result = gpuisolate("evacuate", GPU_A, "--taint-first", "--delete-emptydir-data", "--timeout", "2m")
         assert result.returncode == 0, result.stdout + result.stderr
         summary = result.stdout.split("Left in place, nowhere to land (")[1]
         for name in ("pinned", "local-pv", "zonal-pv"):

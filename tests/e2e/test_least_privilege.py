@@ -117,9 +117,10 @@ def test_every_command_passes_as_the_operator(gpuisolate, clean):
     on_a = {p["metadata"]["uid"]: p for p in clean.pods_on(GPU_A)}
     runs = [(["status"], 0), (["status", "-o", "json"], 0), (["taint", "--dry-run=client"], 0),
             (["taint", "--dry-run=server"], 0), (["taint"], 0), (["untaint", "--dry-run=server"], 0),
-            (["untaint"], 0), (["evacuate", "--taint", "--delete-emptydir-data", "--dry-run=client"], 0),
-            (["evacuate", "--taint", "--delete-emptydir-data", "--dry-run=server"], 10),   # nai-db's PDB
-            (["evacuate", "--taint", "--dry-run=server"], 9),                            # emptyDir gate
+            (["untaint"], 0),
+            (["evacuate", "--taint-first", "--delete-emptydir-data", "--dry-run=client"], 0),
+            (["evacuate", "--taint-first", "--delete-emptydir-data", "--dry-run=server"], 10),  # nai-db's PDB
+            (["evacuate", "--taint-first", "--dry-run=server"], 9),                           # emptyDir gate
             (["taint"], 0), (EVACUATE_A, 0)]
     for args, code in runs:
         result = gpuisolate("--context", "sandbox-operator", *args)

@@ -1,6 +1,6 @@
 """NoExecute GPU taints on the seed sandbox, with the controller-manager's real taint-eviction
 controller: it deletes what a NoExecute taint does not tolerate (checked first, with plain
-kubectl), so `taint` refuses such a taint (exit 9, nothing written), `evacuate --taint` fences
+kubectl), so `taint` refuses such a taint (exit 9, nothing written), `evacuate --taint-first` fences
 with NoSchedule, evicts through the Eviction API and deletes no PDB-guarded, GPU or DaemonSet
 pod, and --allow-pod-deletion writes it."""
 
@@ -129,7 +129,7 @@ def test_evacuate_fences_first_and_deletes_no_protected_pod(gpuisolate, clean):
         with DeletionWatch(clean, watched) as deletions:
             sampler = threading.Thread(target=sample, daemon=True)
             sampler.start()
-            result = gpuisolate("evacuate", "--taint", "--gpu-taint", NOEXEC,
+            result = gpuisolate("evacuate", "--taint-first", "--gpu-taint", NOEXEC,
                                 "--delete-emptydir-data", "--force", "--timeout", "30s")
             stop.wait(15)    # after: a NoExecute taint would have deleted them by now
             stop.set()

@@ -102,7 +102,7 @@ def test_gke_autopilot_has_nothing_to_do(gpuisolate, clean):
     as_platform(clean, GPU_NODES[0], {"cloud.google.com/compute-class": "Accelerator",
                                       "cloud.google.com/gke-accelerator": "nvidia-l4"})
     versions = {n: node_json(clean, n)["metadata"]["resourceVersion"] for n in GPU_NODES}
-    for argv in (["taint"], ["evacuate", "--taint"]):
+    for argv in (["taint"], ["evacuate", "--taint-first"]):
         result = gpuisolate(*argv)
         assert result.returncode == 0, result.stderr
         assert result.stderr == ("GKE Autopilot: GKE already keeps pods that request no GPU off "

@@ -71,7 +71,7 @@ def test_every_consumer_form_stays_with_its_reason_and_uid(platforms, gpuisolate
         assert reasons[name] == reason, (name, reasons)
     before = {name: running(platforms, name)[0]["metadata"]["uid"] for name in list(CONSUMERS) + ["agent"]}
     moving = {running(platforms, name)[0]["metadata"]["uid"] for name in ("web-mng", "web-inf")}
-    result = gpuisolate("evacuate", "plat-mng", "plat-inf", "--taint", "--timeout", "90s")
+    result = gpuisolate("evacuate", "plat-mng", "plat-inf", "--taint-first", "--timeout", "90s")
     assert result.returncode == 0, result.stdout + result.stderr
     after = {name: [p["metadata"]["uid"] for p in running(platforms, name)] for name in before}
     assert after == {name: [uid] for name, uid in before.items()}

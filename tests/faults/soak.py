@@ -80,7 +80,7 @@ def plan(seed, gpu, request_timeout):
         spec.args = ["evacuate", *names, "--delete-emptydir-data", "-o", "json", "--timeout", "90s",
                      "--parallel-nodes", str(rng.choice([1, 2])),
                      "--max-parallel", str(rng.choice([1, 2, 4, 8]))]
-        spec.args += ["--taint"] if spec.taint_first else []
+        spec.args += ["--taint-first"] if spec.taint_first else []
     if spec.dry_run != "none":
         spec.args.append(f"--dry-run={spec.dry_run}")
     spec.args += ["--request-timeout", f"{request_timeout:g}s", "--context", spec.context]

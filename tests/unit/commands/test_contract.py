@@ -274,7 +274,7 @@ def server_dry_run(fmt):
 
 
 def seal_run(fmt, *dry_run):
-    """--taint with a NoExecute taint on untainted nodes: node A keeps its fence (a PDB-guarded
+    """--taint-first with a NoExecute taint on untainted nodes: node A keeps its fence (a PDB-guarded
     GPU pod and a DaemonSet pod lack the toleration), node B is sealed."""
     nodes, pods = seed_like(tainted=False)
     pods = [p for p in pods if p["spec"]["nodeName"] == GPU_A and p["metadata"]["name"] != "job-done"]
@@ -283,7 +283,7 @@ def seal_run(fmt, *dry_run):
     pods.append(pod("web-2", "apps", node_name=GPU_B))
     cluster = FakeCluster(nodes, pods, [guard])
     # No deadline: the fake clock's time depends on how the watch threads interleave.
-    return execute(cluster, "--taint", "--gpu-taint", "nvidia.com/gpu=true:NoExecute",
+    return execute(cluster, "--taint-first", "--gpu-taint", "nvidia.com/gpu=true:NoExecute",
                    "--timeout", "0", "-o", fmt, *dry_run)[1]
 
 

@@ -87,14 +87,14 @@ def test_untainted_node_is_refused_in_one_line_and_nothing_moves():
     lines = [line for line in err.splitlines() if "refused" in line]
     assert lines == [f"node/{GPU_A} refused: it lacks the GPU taint nvidia.com/gpu=true:NoSchedule, "
                      "so evicted pods could come straight back; run 'kubectl gpuisolate taint' "
-                     "first or pass --taint"]
+                     "first or pass --taint-first"]
     assert "refused" in out
 
 
 def test_taint_flag_taints_first_then_moves_only_what_does_not_tolerate():
     nodes, pods = seed_like(tainted=False)
     cluster = FakeCluster(nodes, pods)
-    code, out, err = execute(cluster, "--taint", "--delete-emptydir-data")
+    code, out, err = execute(cluster, "--taint-first", "--delete-emptydir-data")
     assert code == EXIT_OK, err
     assert cluster.log[:2] == [("taint", GPU_A), ("taint", GPU_B)]
     assert sorted(cluster.evicted()) == ["apps/web-1", "apps/web-2", "kommander/grafana"]
@@ -110,7 +110,7 @@ def test_other_taint_value_counts_as_the_fence():
     nodes, pods = seed_like(tainted=False)
     nodes[0]["spec"]["taints"] = [GPU_TAINT_PRESENT]
     cluster = FakeCluster(nodes, pods)
-    code, out, err = execute(cluster, GPU_A, "--taint")
+    code, out, err = execute(cluster, GPU_A, "--taint-first")
     assert code == EXIT_OK, err
     assert ("taint", GPU_A) not in cluster.log
     assert f"node/{GPU_A} already tainted" in out
@@ -219,7 +219,7 @@ def test_the_evacuation_returns_its_results_and_prints_no_data():
 def test_client_dry_run_prints_the_plan_and_writes_nothing():
     nodes, pods = seed_like(tainted=False)
     cluster = FakeCluster(nodes, pods)
-    code, out, err = execute(cluster, "--taint", "--dry-run=client")
+    code, out, err = execute(cluster, "--taint-first", "--dry-run=client")
     assert code == EXIT_PREFLIGHT                # grafana needs --delete-emptydir-data
     assert cluster.log == []
     assert f"node/{GPU_A} tainted (dry run)" in out

@@ -1,4 +1,4 @@
-"""evacuate with a NoExecute GPU taint: --taint fences with NoSchedule, evicts, then seals with
+"""evacuate with a NoExecute GPU taint: --taint-first fences with NoSchedule, evicts, then seals with
 NoExecute only when no pod left would be deleted (else exit 13, the fence stays and the report
 names the pods); a NoSchedule GPU taint does not count as the NoExecute one; PreferNoSchedule
 is refused before connecting."""
@@ -19,7 +19,7 @@ NOEXEC_SPEC = "nvidia.com/gpu=true:NoExecute"
 NO_EXECUTE = dict(GPU_TAINT, effect="NoExecute")
 TOL_NOEXEC = {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoExecute"}
 TOL_KEY = {"key": "nvidia.com/gpu", "operator": "Exists"}       # every effect
-SEAL = ("--taint", "--gpu-taint", NOEXEC_SPEC, "--timeout", "0")   # the fake clock: no deadline
+SEAL = ("--taint-first", "--gpu-taint", NOEXEC_SPEC, "--timeout", "0")   # the fake clock: no deadline
 
 
 def web(name="web-1"):

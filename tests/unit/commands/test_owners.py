@@ -115,7 +115,7 @@ def test_taint_adds_an_owned_key_where_it_is_missing_and_keeps_a_same_value():
     assert out.splitlines() == [f"node/{GPU_A} already tainted", f"node/{GPU_B} tainted"]
 
 
-@pytest.mark.parametrize("argv", [["taint"], ["evacuate", "--taint"], ["evacuate"]])
+@pytest.mark.parametrize("argv", [["taint"], ["evacuate", "--taint-first"], ["evacuate"]])
 def test_on_autopilot_taint_and_evacuate_say_there_is_nothing_to_do(argv):
     fake = FakeCluster([gpu_node(GPU_A, labels=AUTOPILOT)], [])
     code, out, err = run_command(fake, *argv)

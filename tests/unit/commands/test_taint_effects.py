@@ -38,7 +38,7 @@ def test_noexecute_lists_what_it_would_delete_and_writes_nothing():
     assert str(caught.value) == (
         f"{NOEXEC_SPEC} would delete 3 pod(s) on 1 node(s), listed above, bypassing every "
         "PodDisruptionBudget; nothing was written: move them first with 'kubectl gpuisolate "
-        "evacuate --taint', or pass --allow-pod-deletion")
+        "evacuate --taint-first', or pass --allow-pod-deletion")
     assert fake.log == []
     assert streams.out.getvalue() == ""
     assert streams.err.getvalue().splitlines() == [

@@ -29,7 +29,8 @@ CONNECTION = {"--kubeconfig": complete_files, "--context": complete_contexts,
               "--client-key": complete_files}
 NODE_COMMAND = dict(CONNECTION, NODE=complete_nodes, **{"--gpu-taint": complete_taint})
 ATTACHED = {"": CONNECTION, "status": NODE_COMMAND, "taint": NODE_COMMAND, "untaint": NODE_COMMAND,
-            "evacuate": NODE_COMMAND, "completion": {}, "version": {}}
+            # evacuate's --taint is an action of its own (its bare form is the deprecated --taint-first)
+            "evacuate": dict(NODE_COMMAND, **{"--taint": complete_taint}), "completion": {}, "version": {}}
 
 
 def attached(command_line):
@@ -56,7 +57,7 @@ def test_each_completer_is_on_its_flag_and_nowhere_else():
 
 def test_evacuates_boolean_taint_flag_has_no_completer_and_its_gpu_taint_completes():
     evacuate = cli.build_parser().command_line.commands["evacuate"].command_line
-    assert evacuate.option("--taint").completer is None
+    assert evacuate.option("--taint-first").completer is None
     assert evacuate.option("--gpu-taint").completer is complete_taint
     assert complete_words(cli.build_parser(), ["evacuate", "--gpu-taint"], "") == (
         {"nvidia.com/gpu=true:NoSchedule": "the default"}, NO_FILE_COMP)
@@ -160,8 +161,8 @@ def summaries(line):
     ("taint --taint=example.com/accel:NoSchedule ", {"gpu-c"}),
     ("untaint --taint nvidia.com/gpu ", {"gpu-a", "gpu-b"}),          # a key alone: every effect
     ("untaint --taint nvidia.com/gpu:NoExecute ", {"gpu-b"}),
-    ("evacuate --taint --gpu-taint nvidia.com/gpu:NoExecute ", {"gpu-b"}),
-    ("evacuate --taint ", {"gpu-a"}),
+    ("evacuate --taint-first --gpu-taint nvidia.com/gpu:NoExecute ", {"gpu-b"}),
+    ("evacuate --taint-first ", {"gpu-a"}),
     ("status --gpu-taint nvidia.com/gpu=tr ", {"gpu-a"}),            # half typed: the default
 ], ids=["default", "typed", "taint", "untaint-key", "untaint-effect", "evacuate", "evacuate-bool",
         "half-typed"])

@@ -78,7 +78,7 @@ def test_evacuate_taint_never_writes_to_a_node_in_someone_elses_maintenance(kind
     cluster = FakeCluster([untainted, gpu_node(GPU_B)],
                           [pod("web-a", "apps", node_name=GPU_A), pod("web-b", "apps", node_name=GPU_B)])
     out, err = io.StringIO(), io.StringIO()
-    code = evacuate.execute(cluster, options("--taint"), out=out, err=err, clock=FakeClock(), stop=None)
+    code = evacuate.execute(cluster, options("--taint-first"), out=out, err=err, clock=FakeClock(), stop=None)
     assert code == EXIT_PREFLIGHT
     assert [entry for entry in cluster.log if entry[0] == "taint"] == [("taint", GPU_B)]
     assert cluster.evicted() == ["apps/web-b"]

@@ -38,7 +38,7 @@ def test_an_untainted_node_is_refused_with_one_line():
     assert not check.ok
     assert check.refusal == ["it lacks the GPU taint nvidia.com/gpu=true:NoSchedule, so evicted "
                              "pods could come straight back; run 'kubectl gpuisolate taint' first "
-                             "or pass --taint"]
+                             "or pass --taint-first"]
     stream = io.StringIO()
     report_refusal(check, stream)
     assert stream.getvalue().count("\n") == 1

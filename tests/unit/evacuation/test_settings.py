@@ -20,7 +20,7 @@ def settings(*argv):
 
 
 def test_the_flags_become_the_engines_settings():
-    got = settings("gpu-1", "gpu-2", "--taint", "--gpu-taint", "example.com/gpu=x:NoExecute",
+    got = settings("gpu-1", "gpu-2", "--taint-first", "--gpu-taint", "example.com/gpu=x:NoExecute",
                    "--force", "--delete-emptydir-data", "--grace-period", "5", "--timeout", "2m",
                    "--max-parallel", "3", "--parallel-nodes", "2", "--dry-run=server", "-o", "json")
     assert isinstance(got, Settings)
