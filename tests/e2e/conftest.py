@@ -23,6 +23,14 @@ sys.path.insert(0, str(HERE))
 from plugin import Plugin, write_launcher  # noqa: E402
 from sandbox_helpers import Sandbox  # noqa: E402
 
+# Under pytest-xdist (scripts/test runs the 1.33 pass on two workers, a file per worker at a
+# time) each worker has a sandbox of its own, so that no test sees another's changes:
+# .sandbox-gw0, .sandbox-gw1 (beside $SANDBOX_DIR when it is set).  Set in the environment, so
+# that the scripts a test runs (scripts/soak, scripts/sandbox) use the same one.
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    os.environ["SANDBOX_DIR"] = (f"{os.environ.get('SANDBOX_DIR') or HERE.parents[1] / '.sandbox'}"
+                                 f"-{os.environ['PYTEST_XDIST_WORKER']}")
+
 
 # tryfirst: the marker must be on the items before `-m` selects among them.
 @pytest.hookimpl(tryfirst=True)
