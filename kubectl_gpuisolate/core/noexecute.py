@@ -10,7 +10,7 @@ each one matters; ``taint`` and ``evacuate --taint-first`` refuse or hold back o
 
 from typing import Iterable, List, NamedTuple, Optional, Sequence, Tuple
 
-from . import disruption, gpu, planner
+from . import disruption, gpu, hidden_gpu, planner
 from .gpu import Obj
 from .taints import Taint, tolerates
 
@@ -82,7 +82,8 @@ def _why(pod: Obj, pdbs: Sequence[Obj]) -> Tuple[Tuple[str, ...], Tuple[str, ...
     phase = (pod.get("status") or {}).get("phase")
     checks = (
         (WHY_PDB, bool(guarding)),
-        (WHY_GPU, bool(gpu.pod_gpu_resources(pod) or gpu.pod_resource_claims(pod))),
+        (WHY_GPU, bool(gpu.pod_gpu_resources(pod) or gpu.pod_resource_claims(pod)
+                       or hidden_gpu.uses(pod))),
         (WHY_DAEMONSET, planner.is_daemonset_pod(pod)),
         (WHY_MIRROR, planner.is_mirror_pod(pod)),
         (WHY_NO_CONTROLLER, planner.controller_of(pod) is None and not planner.is_mirror_pod(pod)),

@@ -11,23 +11,24 @@ keeps goes to ``gated_or_move``.  Its one extra rule at the heart: a pod that to
 taint stays.  A new rule is one function in ``RULES`` and one row in docs/design.md's table.
 """
 
-from collections import Counter
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, Callable, Dict, FrozenSet, Iterable, List, Optional, Sequence, Set, Tuple, cast
 
-from . import claims, gpu, landing, maintenance
+from . import claims, gpu, hidden_gpu, landing, maintenance
+from .decisions import BLOCKED as BLOCKED
+from .decisions import MISPLACED_STAYS as MISPLACED_STAYS
+from .decisions import MOVE as MOVE
+from .decisions import STAY as STAY
+from .decisions import WAIT as WAIT
+from .decisions import NodePlan as NodePlan
+from .decisions import PodDecision as PodDecision
 from .disruption import PdbState as PdbState
 from .disruption import pdb_blockers as pdb_blockers
 from .disruption import pdb_state as pdb_state
 from .disruption import pdbs_for_pod as pdbs_for_pod
 from .gpu import Obj
 from .taints import Taint, effective_gpu_taints, gpu_taints_on, tolerates_all
-
-MOVE = "move"          # does not tolerate the GPU taint: evict it
-STAY = "stay"          # never evicted, for the reason given
-BLOCKED = "blocked"    # would move, but a gate (flag or PDB misconfiguration) stops the node
-WAIT = "wait"          # already terminating: wait for it, never evict again
 
 FLAG_EMPTYDIR = "--delete-emptydir-data"
 FLAG_FORCE = "--force"
@@ -38,84 +39,6 @@ class PlanOptions:
     managed_taint: Taint
     delete_emptydir_data: bool = False
     force: bool = False
-
-
-@dataclass(frozen=True)
-class PodDecision:
-    namespace: str
-    name: str
-    uid: str
-    action: str
-    reason: str                  # a stable code, e.g. "daemonset", "not-tolerated"
-    message: str                 # a sentence for people
-    owner: str = ""              # Kind/name of the controller, "" for a bare pod
-    flags: Tuple[str, ...] = ()  # the flags that would lift a BLOCKED gate
-    pdbs: Tuple[PdbState, ...] = ()
-    warning: str = ""            # e.g. a GPU pod that does not tolerate the taint
-    landing: Tuple[str, ...] = ()  # MOVE: the nodes its replacement could land on, when known
-    owner_uid: str = ""          # the controller's UID: its replacement carries it too
-    resource_version: str = ""   # the pod's, as planned: its eviction's precondition
-
-    @property
-    def ref(self) -> str:
-        return f"{self.namespace}/{self.name}"
-
-    @property
-    def misplaced(self) -> bool:
-        """It does not belong on the node: it would move (gated or not) or has nowhere to go."""
-        return self.action in (MOVE, BLOCKED) or self.reason in MISPLACED_STAYS
-
-
-@dataclass
-class NodePlan:
-    name: str
-    gpu_count: int
-    gpu_taints: List[Obj]        # the managed taint(s) actually on the node
-    unschedulable: bool
-    signal: gpu.NodeSignal = gpu.NONE   # why the node is a GPU node (core.gpu.NODE_RULES)
-    maintenance: Tuple[str, ...] = ()   # who else is draining it (core.maintenance); evacuate refuses
-    decisions: List[PodDecision] = field(default_factory=list)
-
-    @property
-    def tainted(self) -> bool:
-        return bool(self.gpu_taints)
-
-    def with_action(self, action: str) -> List[PodDecision]:
-        return [d for d in self.decisions if d.action == action]
-
-    @property
-    def to_move(self) -> List[PodDecision]:
-        return self.with_action(MOVE)
-
-    @property
-    def blocked(self) -> List[PodDecision]:
-        return self.with_action(BLOCKED)
-
-    @property
-    def misplaced(self) -> List[PodDecision]:
-        """Pods that do not belong on the node, gated or not, or with nowhere else to go."""
-        return [d for d in self.decisions if d.misplaced]
-
-    @property
-    def movable(self) -> List[PodDecision]:
-        """Pods that do not belong on the node and can go: evacuate's to-do, gated or not."""
-        return [d for d in self.decisions if d.action in (MOVE, BLOCKED)]
-
-    @property
-    def settled(self) -> Dict[Tuple[str, str], PodDecision]:
-        """By (namespace, name), the decisions the landing check cannot change: only the last rules
-        and gated_or_move read it, for a pod with a controller no earlier rule kept."""
-        return {(d.namespace, d.name): d for d in self.decisions
-                if not (d.owner and d.action in (MOVE, BLOCKED))}
-
-    @property
-    def stay_reasons(self) -> "Counter[str]":
-        """How many pods stay, by reason: the one count status and evacuate print."""
-        return Counter(d.reason for d in self.with_action(STAY))
-
-    @property
-    def warnings(self) -> List[str]:
-        return [d.warning for d in self.decisions if d.warning]
 
 
 def controller_of(pod: Obj) -> Optional[Obj]:
@@ -156,6 +79,7 @@ class RuleContext:
     pod: Obj = field(default_factory=dict, repr=False)
     cluster: Optional[landing.Cluster] = None   # None: where pods can land is not known
     resource_claims: Optional[claims.Claims] = None   # the pods' ResourceClaims; None: not read
+    runtime_classes: Optional[Dict[str, str]] = None  # RuntimeClass name: handler; None: not read
 
     @cached_property
     def landing(self) -> Optional[landing.Landing]:
@@ -182,7 +106,8 @@ class RuleContext:
 def rule_context(pod: Obj, gpu_taints: Iterable[Obj], pdbs: Iterable[Obj], options: PlanOptions,
                  missing_daemonsets: Iterable[Tuple[str, str]] = frozenset(),
                  cluster: Optional[landing.Cluster] = None,
-                 resource_claims: Optional[claims.Claims] = None) -> RuleContext:
+                 resource_claims: Optional[claims.Claims] = None,
+                 runtime_classes: Optional[Dict[str, str]] = None) -> RuleContext:
     meta = pod.get("metadata") or {}
     taints = tuple(gpu_taints)
     return RuleContext(
@@ -191,7 +116,7 @@ def rule_context(pod: Obj, gpu_taints: Iterable[Obj], pdbs: Iterable[Obj], optio
         namespace=meta.get("namespace", ""), name=meta.get("name", ""), uid=meta.get("uid", ""),
         taint_text=", ".join(str(Taint.from_api(t)) for t in taints),
         tolerated=tolerates_all((pod.get("spec") or {}).get("tolerations"), taints),
-        pod=pod, cluster=cluster, resource_claims=resource_claims)
+        pod=pod, cluster=cluster, resource_claims=resource_claims, runtime_classes=runtime_classes)
 
 
 # -- the rules, in order (docs/design.md "The planner's decisions" lists them; a test checks) --------
@@ -275,6 +200,37 @@ def resource_claim(pod: Obj, ctx: RuleContext) -> Optional[PodDecision]:
     return None
 
 
+def _hidden_user(ctx: RuleContext, reason: str, uses: List[hidden_gpu.Use]) -> Optional[PodDecision]:
+    """A pod that reaches the GPUs without a resource request stays, warned that the device
+    plugin does not count it (and, when judged without reading, why)."""
+    if not uses:
+        return None
+    what = "; ".join(u.what for u in uses)
+    warnings = [f"pod {ctx.namespace}/{ctx.name} uses GPUs without requesting them ({what}), "
+                "bypassing the device plugin's accounting: the scheduler does not count them"]
+    if not ctx.tolerated:
+        warnings.append(f"it does not tolerate {ctx.taint_text}: a restart would put it on a node "
+                        "without GPUs")
+    warnings += [u.note for u in uses if u.note]
+    return ctx.decision(STAY, reason, f"uses GPUs without a request: {what}", warning="; ".join(warnings))
+
+
+def gpu_env(pod: Obj, ctx: RuleContext) -> Optional[PodDecision]:
+    return _hidden_user(ctx, "gpu-env", hidden_gpu.env_uses(pod))
+
+
+def gpu_runtime(pod: Obj, ctx: RuleContext) -> Optional[PodDecision]:
+    return _hidden_user(ctx, "gpu-runtime", hidden_gpu.runtime_uses(pod, ctx.runtime_classes))
+
+
+def gpu_cdi(pod: Obj, ctx: RuleContext) -> Optional[PodDecision]:
+    return _hidden_user(ctx, "gpu-cdi", hidden_gpu.cdi_uses(pod))
+
+
+def gpu_device_mount(pod: Obj, ctx: RuleContext) -> Optional[PodDecision]:
+    return _hidden_user(ctx, "gpu-device-mount", hidden_gpu.device_mount_uses(pod))
+
+
 def tolerated(pod: Obj, ctx: RuleContext) -> Optional[PodDecision]:
     if ctx.tolerated:
         return ctx.decision(STAY, "tolerates", f"tolerates {ctx.taint_text}")
@@ -300,11 +256,9 @@ def nowhere_to_land(pod: Obj, ctx: RuleContext) -> Optional[PodDecision]:
 
 Rule = Callable[[Obj, RuleContext], Optional[PodDecision]]
 RULES: Tuple[Rule, ...] = (terminating, mirror, daemonset, finished, gpu_request, gpu_shared, gpu_mig,
-                           accelerator, gpu_fraction, resource_claim, tolerated, asks_for_gpu,
-                           nowhere_to_land)
+                           accelerator, gpu_fraction, resource_claim, gpu_env, gpu_runtime, gpu_cdi,
+                           gpu_device_mount, tolerated, asks_for_gpu, nowhere_to_land)
 # What each rule reads of a pod is declared in core/pod_fields.py (kube/essentials keeps it).
-# Stays that status counts as misplaced: the pod does not belong here, but cannot go.
-MISPLACED_STAYS = frozenset({"nowhere-to-land"})
 
 
 def gated_or_move(pod: Obj, ctx: RuleContext) -> PodDecision:
@@ -346,13 +300,16 @@ def _other_gpu_nodes_only(ctx: RuleContext, found: Optional[landing.Landing]) ->
 def decide(pod: Obj, gpu_taints: Sequence[Obj], pdbs: Iterable[Obj], options: PlanOptions,
            missing_daemonsets: Iterable[Tuple[str, str]] = frozenset(),
            cluster: Optional[landing.Cluster] = None,
-           resource_claims: Optional[claims.Claims] = None) -> PodDecision:
+           resource_claims: Optional[claims.Claims] = None,
+           runtime_classes: Optional[Dict[str, str]] = None) -> PodDecision:
     """One pod's decision: the first rule that decides, else gated_or_move.
 
     ``gpu_taints`` are the taints the pod must tolerate; ``pdbs`` those of its namespace;
     ``cluster`` what the landing check reads (None: not checked); ``resource_claims`` the
-    pods' ResourceClaims (None: not read, so a pod with claims is kept)."""
-    ctx = rule_context(pod, gpu_taints, pdbs, options, missing_daemonsets, cluster, resource_claims)
+    pods' ResourceClaims (None: not read, so a pod with claims is kept); ``runtime_classes``
+    {RuntimeClass name: handler} (None: not read, so a class is judged by its name)."""
+    ctx = rule_context(pod, gpu_taints, pdbs, options, missing_daemonsets, cluster, resource_claims,
+                       runtime_classes)
     for rule in RULES:
         found = rule(pod, ctx)
         if found is not None:
@@ -364,7 +321,8 @@ def plan_node(node: Obj, pods: Iterable[Obj], pdbs: Iterable[Obj], options: Plan
               missing_daemonsets: Iterable[Tuple[str, str]] = frozenset(),
               cluster: Optional[landing.Cluster] = None,
               resource_claims: Optional[claims.Claims] = None,
-              settled: Optional[Dict[Tuple[str, str], PodDecision]] = None) -> NodePlan:
+              settled: Optional[Dict[Tuple[str, str], PodDecision]] = None,
+              runtime_classes: Optional[Dict[str, str]] = None) -> NodePlan:
     """The plan for one GPU node and its pods; ``settled`` decisions (NodePlan.settled) stand."""
     settled = settled or {}
     spec = node.get("spec") or {}
@@ -382,7 +340,7 @@ def plan_node(node: Obj, pods: Iterable[Obj], pdbs: Iterable[Obj], options: Plan
         earlier = settled.get((pod["metadata"].get("namespace", ""), pod["metadata"]["name"]))
         plan.decisions.append(earlier if earlier is not None else
                               decide(pod, must_tolerate, namespace_pdbs, options, missing_daemonsets,
-                                     cluster, resource_claims))
+                                     cluster, resource_claims, runtime_classes))
     return plan
 
 

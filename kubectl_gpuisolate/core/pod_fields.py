@@ -11,6 +11,7 @@ declared, and essentials keeps every declared field as it was.  A new rule is a 
 from typing import Dict, Tuple
 
 from .gpu import FRACTION_ANNOTATIONS
+from .hidden_gpu import CDI_PREFIX, CONTAINER_KINDS
 
 _MIRROR = "metadata.annotations.kubernetes.io/config.mirror"
 _RESOURCES = ("spec.containers[].resources", "spec.initContainers[].resources")
@@ -18,6 +19,9 @@ _RESOURCES = ("spec.containers[].resources", "spec.initContainers[].resources")
 _LANDING = ("metadata.ownerReferences", "metadata.namespace", "spec.nodeName", "spec.nodeSelector",
             "spec.affinity", "spec.tolerations", "spec.volumes[].persistentVolumeClaim",
             "spec.volumes[].emptyDir") + _RESOURCES
+
+# Every container's environment and name (core/hidden_gpu.env_uses).
+_ENV = tuple(f"spec.{kind}[].{part}" for kind in CONTAINER_KINDS for part in ("env", "name"))
 
 POD_FIELDS: Dict[str, Tuple[str, ...]] = {
     # planner.rule_context, which every rule reads through (ctx.decision included)
@@ -33,6 +37,11 @@ POD_FIELDS: Dict[str, Tuple[str, ...]] = {
     "accelerator": _RESOURCES,
     "gpu_fraction": tuple(f"metadata.annotations.{a}" for a in FRACTION_ANNOTATIONS),
     "resource_claim": ("metadata.namespace", "spec.resourceClaims", "status.resourceClaimStatuses"),
+    "gpu_env": _ENV,
+    "gpu_runtime": ("spec.runtimeClassName",),
+    # KEY{PREFIX}: the keys of the mapping at KEY, and the values of those starting with PREFIX
+    "gpu_cdi": (f"metadata.annotations{{{CDI_PREFIX}}}",),
+    "gpu_device_mount": ("spec.volumes[].hostPath",),
     "tolerated": (),
     "asks_for_gpu": _LANDING,
     "nowhere_to_land": _LANDING,

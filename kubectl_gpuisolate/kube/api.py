@@ -172,6 +172,12 @@ class Kube:
     def list_pdbs(self):
         return self.list_pdbs_with_version()[0]
 
+    def list_runtime_classes(self):
+        """{RuntimeClass name: its handler}: one list, cluster-wide (there are a handful)."""
+        found = self._transport.list_all("/apis/node.k8s.io/v1/runtimeclasses",
+                                         what="listing RuntimeClasses")[0]
+        return {c["metadata"]["name"]: c.get("handler", "") for c in found}
+
     def list_pdbs_with_version(self):
         """(every PodDisruptionBudget, resourceVersion of the list)."""
         return self._transport.list_all("/apis/policy/v1/poddisruptionbudgets",

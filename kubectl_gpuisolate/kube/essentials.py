@@ -9,7 +9,7 @@ was given (writes build new ones: api.merge_patch copies), which is what makes s
 
 from typing import Any, Dict
 
-from ..core import gpu
+from ..core import gpu, hidden_gpu
 
 # What the planner reads of a pod (planner.decide, gpu.pod_*, taints.tolerates_all,
 # selectors for PDBs).  Keeping only this, as each node's pods arrive, holds a large
@@ -17,10 +17,12 @@ from ..core import gpu
 # what each rule reads; tests/unit/core/test_pod_fields.py fails if this drops any of it.
 _POD_METADATA = ("name", "namespace", "uid", "resourceVersion", "labels", "ownerReferences",
                  "deletionTimestamp")   # resourceVersion: the eviction's precondition
-_POD_SPEC = ("nodeName", "tolerations", "resourceClaims", "nodeSelector", "affinity")
+_POD_SPEC = ("nodeName", "tolerations", "resourceClaims", "nodeSelector", "affinity", "runtimeClassName")
 _MIRROR = "kubernetes.io/config.mirror"
 _ANNOTATIONS = (_MIRROR,) + gpu.FRACTION_ANNOTATIONS   # the ones the rules read
 _SHARED_PARTS = ("labels", "tolerations", "nodeSelector", "affinity")
+# Of each container: its requests, and the environment and name core/hidden_gpu reads.
+_CONTAINER = ("name", "resources", "env")
 
 # What no command reads of a listed node, and most of its size: the field managers' records,
 # the kubelet's conditions, addresses, endpoints, system info and image list.  (A node read
@@ -87,19 +89,18 @@ def pod(whole, share=AS_IS):
         slim_meta["ownerReferences"] = share.part(
             [{k: share.string(v) for k, v in ref.items()} for ref in meta["ownerReferences"]])
     annotations = meta.get("annotations") or {}
-    kept = {k: annotations[k] for k in _ANNOTATIONS if k in annotations}
+    kept = {k: v for k, v in annotations.items() if k in _ANNOTATIONS or k.startswith(hidden_gpu.CDI_PREFIX)}
     if kept:
         slim_meta["annotations"] = share.part(kept)
     slim_spec = {k: share.part(spec[k]) if k in _SHARED_PARTS else share.string(spec[k])
                  for k in _POD_SPEC if k in spec}
     volumes = [v for v in spec.get("volumes") or ()
-               if "emptyDir" in v or "persistentVolumeClaim" in v]
+               if "emptyDir" in v or "persistentVolumeClaim" in v or "hostPath" in v]
     if volumes:
         slim_spec["volumes"] = share.part(volumes)
-    for key in ("containers", "initContainers"):
+    for key in hidden_gpu.CONTAINER_KINDS:
         if spec.get(key):
-            slim_spec[key] = share.part([{"resources": c["resources"]} if "resources" in c else {}
-                                         for c in spec[key]])
+            slim_spec[key] = share.part([{k: c[k] for k in _CONTAINER if k in c} for c in spec[key]])
     slim = {"metadata": slim_meta, "spec": slim_spec}
     status = whole.get("status") or {}
     slim_status = {k: status[k] for k in ("phase", "resourceClaimStatuses") if status.get(k)}

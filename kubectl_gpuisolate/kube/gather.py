@@ -68,10 +68,12 @@ def build_plans(kube, nodes, options, *, check_daemonsets=True, not_older_than=N
         reads = LandingReads(kube, options, early) if landing_check else None
         pods_by_node, pdbs, missing = gather(kube, nodes, not_older_than=not_older_than, pdbs=pdbs,
                                              check_daemonsets=check_daemonsets, reads=reads)
-        held = resource_claims(kube, [p for pods in pods_by_node.values() for p in pods], warn)
+        every_pod = [p for pods in pods_by_node.values() for p in pods]
+        held = resource_claims(kube, every_pod, warn)
+        classes = runtime_classes(kube, every_pod, warn)
 
         plans = [planner.plan_node(node, pods_by_node[node["metadata"]["name"]], pdbs, options,
-                                   missing, None, held) for node in nodes]
+                                   missing, None, held, runtime_classes=classes) for node in nodes]
         movers = [pod for plan in plans for pod in _movers(plan, pods_by_node[plan.name])]
         if reads is None or not movers:     # no landing check, or nothing for it to judge
             return plans
@@ -79,7 +81,8 @@ def build_plans(kube, nodes, options, *, check_daemonsets=True, not_older_than=N
         cluster = landing_cluster(kube, run, movers, warn, reads, cluster_nodes)
         # Only the movers are decided again: the landing check changes no other decision.
         return [planner.plan_node(node, pods_by_node[plan.name], pdbs, options, missing, cluster,
-                                  held, settled=plan.settled) for node, plan in zip(nodes, plans)]
+                                  held, settled=plan.settled, runtime_classes=classes)
+                for node, plan in zip(nodes, plans)]
 
 
 class LandingReads:
@@ -154,6 +157,20 @@ def resource_claims(kube, pods, warn):
              f"pod: {exc}")
         return None
     return dict(zip(wanted, found))
+
+
+def runtime_classes(kube, pods, warn):
+    """{name: handler} of the cluster's RuntimeClasses, read (one list) only when some pod names
+    one; None when they cannot be read, said once to ``warn`` (the planner then judges a class
+    by its name: core/hidden_gpu.py)."""
+    if not any((p.get("spec") or {}).get("runtimeClassName") for p in pods):
+        return {}
+    try:
+        return kube.list_runtime_classes()
+    except GpuIsolateError as exc:
+        warn(f"cannot read the RuntimeClasses, so a pod's runtime class is judged by its name "
+             f"(one holding 'nvidia' is a GPU runtime): {exc}")
+        return None
 
 
 def _movers(plan, pods):

@@ -238,7 +238,10 @@ def assert_landing_left_out(result, user, resource, what, errors):
 
 # Rules whose removal only a DRA cluster shows (Kubernetes 1.34+): covered where claims exist.
 DRA_NEEDS = {("get", "resource.k8s.io", "resourceclaims"):
-             "test_dra.py::test_without_get_resourceclaims_claim_pods_are_kept_with_one_warning"}
+             "test_dra.py::test_without_get_resourceclaims_claim_pods_are_kept_with_one_warning",
+             # Not DRA, but likewise shown only where its objects are: pods naming a RuntimeClass.
+             ("list", "node.k8s.io", "runtimeclasses"):
+             "test_real_workloads.py::test_without_list_runtimeclasses_a_class_is_judged_by_its_name"}
 
 
 def test_every_rule_of_the_role_is_covered():

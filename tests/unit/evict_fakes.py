@@ -237,10 +237,12 @@ class FakeCluster:
 
     def __init__(self, nodes, pods, pdbs=(), script=None, on_evict=None, event_error=None, *,
                  workers=(WORKER,), pvcs=None, pvs=None, controllers=None, resource_claims=None,
-                 claims_error=None):
+                 claims_error=None, runtime_classes=None, runtime_classes_error=None):
         self.nodes = {n["metadata"]["name"]: n for n in nodes}
         self.resource_claims = dict(resource_claims or {})   # {(namespace, name): ResourceClaim}
         self.claims_error = claims_error                     # raised by get_resource_claim
+        self.runtime_classes = dict(runtime_classes or {})  # {name: handler}
+        self.runtime_classes_error = runtime_classes_error  # raised by list_runtime_classes
         for name in workers:
             self.nodes.setdefault(name, plain_node(name))
         self.pvcs, self.pvs = dict(pvcs or {}), dict(pvs or {})
@@ -347,6 +349,13 @@ class FakeCluster:
 
     def list_pdbs(self):
         return list(self.pdbs)
+
+    def list_runtime_classes(self):
+        if self.runtime_classes_error:
+            raise self.runtime_classes_error
+        with self.lock:
+            self.reads.append("runtime classes")
+        return dict(self.runtime_classes)
 
     def daemonset_exists(self, namespace, name):
         return True

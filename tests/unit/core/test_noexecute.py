@@ -68,13 +68,16 @@ OTHER_NS_PDB = {"metadata": {"name": "db-pdb", "namespace": "default"},
     ({"owner_ref": None, "annotations": {"kubernetes.io/config.mirror": "x"}}, (WHY_MIRROR,), ()),
     ({"requests": {"nvidia.com/gpu": "1"}, "tolerations": INFERENCE_TOLERATIONS}, (WHY_GPU,), ()),
     ({"claims": ["gpu"]}, (WHY_GPU,), ()),
+    ({"volumes": [{"name": "dev", "hostPath": {"path": "/dev/nvidia0"}}]}, (WHY_GPU,), ()),
+    ({"annotations": {"cdi.k8s.io/gpu": "nvidia.com/gpu=0"}}, (WHY_GPU,), ()),
     ({"namespace": "nai", "labels": {"app": "db"}}, (WHY_PDB,), ("nai-db-pdb",)),
     ({"namespace": "nai", "labels": {"app": "db"}, "owner_ref": None},
      (WHY_PDB, WHY_NO_CONTROLLER), ("nai-db-pdb",)),
     ({"phase": "Succeeded"}, (WHY_FINISHED,), ()),
     ({"phase": "Failed"}, (WHY_FINISHED,), ()),
     ({"phase": "Pending"}, (), ()),
-], ids=["plain", "bare", "daemonset", "mirror", "gpu-request", "gpu-claim", "pdb", "pdb-bare",
+], ids=["plain", "bare", "daemonset", "mirror", "gpu-request", "gpu-claim", "gpu-device-mount",
+        "gpu-cdi", "pdb", "pdb-bare",
         "succeeded", "failed", "pending"])
 def test_deletions_say_why_each_pod_matters(kwargs, why, pdbs):
     namespace = kwargs.get("namespace", "default")

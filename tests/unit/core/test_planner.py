@@ -33,6 +33,7 @@ from ..factories import (
     pdb,
     pod,
 )
+from .hidden_gpu_cases import HIDDEN_GPU_CASES
 
 MANAGED = Taint("nvidia.com/gpu", "true", "NoSchedule")
 EMPTY_DIR = [{"name": "cache", "emptyDir": {}}]
@@ -41,9 +42,9 @@ APP = {"app": "web"}
 
 
 def one_decision(the_pod, *, node_taints=(GPU_TAINT,), pdbs=(), missing=frozenset(), cluster=None,
-                 **options):
+                 runtime_classes=None, **options):
     plan = plan_node(gpu_node(taints=list(node_taints)), [the_pod], list(pdbs),
-                     PlanOptions(MANAGED, **options), missing, cluster)
+                     PlanOptions(MANAGED, **options), missing, cluster, runtime_classes=runtime_classes)
     assert len(plan.decisions) == 1
     return plan.decisions[0]
 
@@ -242,6 +243,7 @@ DECISION_CASES = [
     case("terminating-bare", pod(deleting=True, owner_ref=None, volumes=EMPTY_DIR), WAIT,
          "terminating"),
 ]
+DECISION_CASES += HIDDEN_GPU_CASES
 
 
 @pytest.mark.parametrize("the_pod, kwargs, action, reason, flags, warning, pdb_names, message",

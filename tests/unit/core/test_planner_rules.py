@@ -51,10 +51,10 @@ def documented():
     return found
 
 
-def deciding_rule(the_pod, node_taints, pdbs, missing, options, cluster=None):
+def deciding_rule(the_pod, node_taints, pdbs, missing, options, cluster=None, runtime_classes=None):
     """The name of the step that decides the pod, found by running the chain by hand."""
     ctx = planner.rule_context(the_pod, effective_gpu_taints(list(node_taints), options.managed_taint),
-                               pdbs, options, missing, cluster)
+                               pdbs, options, missing, cluster, runtime_classes=runtime_classes)
     for rule in planner.RULES:
         if rule(the_pod, ctx) is not None:
             return rule.__name__, ctx
@@ -70,11 +70,13 @@ def test_each_decision_comes_from_the_row_that_documents_it(the_pod, kwargs, act
     pdbs = kwargs.pop("pdbs", ())
     missing = kwargs.pop("missing", frozenset())
     cluster = kwargs.pop("cluster", None)
+    runtime_classes = kwargs.pop("runtime_classes", None)
     options = PlanOptions(MANAGED, **kwargs)
-    name, ctx = deciding_rule(the_pod, node_taints, pdbs, missing, options, cluster)
+    name, ctx = deciding_rule(the_pod, node_taints, pdbs, missing, options, cluster, runtime_classes)
     assert documented().get((action, reason)) == name
     # decide is exactly this chain.
-    decision = planner.decide(the_pod, ctx.gpu_taints, pdbs, options, missing, cluster)
+    decision = planner.decide(the_pod, ctx.gpu_taints, pdbs, options, missing, cluster,
+                              runtime_classes=runtime_classes)
     assert (decision.action, decision.reason) == (action, reason)
 
 
@@ -93,10 +95,13 @@ def test_a_plan_made_without_the_cluster_settles_only_what_the_landing_check_can
     kwargs.pop("cluster", None)
     node = gpu_node(taints=list(kwargs.pop("node_taints", (GPU_TAINT,))))
     pdbs, missing = list(kwargs.pop("pdbs", ())), kwargs.pop("missing", frozenset())
+    classes = kwargs.pop("runtime_classes", None)
     options = PlanOptions(MANAGED, **kwargs)
-    first = planner.plan_node(node, [the_pod], pdbs, options, missing)
-    again = planner.plan_node(node, [the_pod], pdbs, options, missing, cluster, settled=first.settled)
-    assert again.decisions == planner.plan_node(node, [the_pod], pdbs, options, missing, cluster).decisions
+    first = planner.plan_node(node, [the_pod], pdbs, options, missing, runtime_classes=classes)
+    again = planner.plan_node(node, [the_pod], pdbs, options, missing, cluster, settled=first.settled,
+                              runtime_classes=classes)
+    assert again.decisions == planner.plan_node(node, [the_pod], pdbs, options, missing, cluster,
+                                                runtime_classes=classes).decisions
     settled = bool(first.settled)
     assert settled is not (first.decisions[0].action in (planner.MOVE, planner.BLOCKED)
                            and bool(first.decisions[0].owner))

@@ -23,16 +23,18 @@ def unpack(kwargs):
     kwargs = dict(kwargs)
     taints = kwargs.pop("node_taints", (GPU_TAINT,))
     pdbs, missing = kwargs.pop("pdbs", ()), kwargs.pop("missing", frozenset())
-    cluster = kwargs.pop("cluster", None)
-    return effective_gpu_taints(list(taints), MANAGED), pdbs, missing, cluster, PlanOptions(MANAGED, **kwargs)
+    cluster, classes = kwargs.pop("cluster", None), kwargs.pop("runtime_classes", None)
+    return (effective_gpu_taints(list(taints), MANAGED), pdbs, missing, cluster, classes,
+            PlanOptions(MANAGED, **kwargs))
 
 
 def reads(the_pod, kwargs):
     """{step name: the paths it read of the pod}."""
-    taints, pdbs, missing, cluster, options = unpack(kwargs)
+    taints, pdbs, missing, cluster, classes, options = unpack(kwargs)
     found = {}
     log = set()
-    ctx = planner.rule_context(recorded(the_pod, "", log), taints, pdbs, options, missing, cluster)
+    ctx = planner.rule_context(recorded(the_pod, "", log), taints, pdbs, options, missing, cluster,
+                               runtime_classes=classes)
     found["rule_context"] = log
     for step in STEPS[1:]:
         log = set()
@@ -44,13 +46,26 @@ def reads(the_pod, kwargs):
 
 def declared(path, fields):
     """A read is declared if a declared field is it, is above it, or lies under it (the read
-    on the way there)."""
-    return any(path == d or path.startswith((d + ".", d + "[]")) or d.startswith((path + ".", path + "[]"))
-               for d in fields)
+    on the way there); ``KEY{PREFIX}`` declares the keys at KEY and the values under PREFIX."""
+    return any(_declared_by(path, d) for d in fields)
+
+
+def _declared_by(path, field):
+    if field.endswith("}"):
+        base, prefix = field[:-1].split("{")
+        return path in (base, base + ".*") or path.startswith(f"{base}.{prefix}") or \
+            base.startswith((path + ".", path + "[]"))
+    return path == field or path.startswith((field + ".", field + "[]")) or \
+        field.startswith((path + ".", path + "[]"))
 
 
 def values_at(obj, path):
-    """The values at a dotted path ([] for each item of a list); keys may hold dots."""
+    """The values at a dotted path ([] for each item of a list); keys may hold dots.
+    ``KEY{PREFIX}``: of each mapping at KEY, the items whose key starts with PREFIX."""
+    if path.endswith("}"):
+        base, prefix = path[:-1].split("{")
+        return [{k: v for k, v in found.items() if k.startswith(prefix)}
+                for found in values_at(obj, base) if isinstance(found, dict)]
     if not path:
         return [obj]
     if isinstance(obj, list):
@@ -88,20 +103,30 @@ def test_the_projection_keeps_every_declared_field(the_pod, kwargs):
 
 @pytest.mark.parametrize("the_pod, kwargs", [c.values[:2] for c in DECISION_CASES])
 def test_the_case_table_decides_the_same_on_the_projection(the_pod, kwargs):
-    taints, pdbs, missing, cluster, options = unpack(kwargs)
-    whole = planner.decide(the_pod, taints, pdbs, options, missing, cluster)
-    assert planner.decide(essentials.pod(the_pod), taints, pdbs, options, missing, cluster) == whole
+    taints, pdbs, missing, cluster, classes, options = unpack(kwargs)
+    whole = planner.decide(the_pod, taints, pdbs, options, missing, cluster, runtime_classes=classes)
+    assert planner.decide(essentials.pod(the_pod), taints, pdbs, options, missing, cluster,
+                          runtime_classes=classes) == whole
 
 
 def test_a_read_of_a_field_the_projection_drops_is_caught():
-    """The checks above can fail: a rule reading env (essentials drops it) is undeclared, and
-    declaring it is caught by the projection check."""
+    """The checks above can fail: a rule reading a container's image (essentials drops it) is
+    undeclared, and declaring it is caught by the projection check."""
     the_pod = pod()
-    the_pod["spec"]["containers"][0]["env"] = [{"name": "NVIDIA_VISIBLE_DEVICES", "value": "all"}]
+    the_pod["spec"]["containers"][0]["image"] = "nvcr.io/nvidia/tritonserver:24.08-py3"
     log = set()
     watched = recorded(the_pod, "", log)
-    [c.get("env") for c in watched["spec"]["containers"]]
-    assert not declared("spec.containers[].env", POD_FIELDS["gpu_request"])
-    assert "spec.containers[].env" in log
-    assert values_at(essentials.pod(the_pod), "spec.containers[].env") != values_at(
-        the_pod, "spec.containers[].env")
+    [c.get("image") for c in watched["spec"]["containers"]]
+    assert not declared("spec.containers[].image", POD_FIELDS["gpu_env"])
+    assert "spec.containers[].image" in log
+    assert values_at(essentials.pod(the_pod), "spec.containers[].image") != values_at(
+        the_pod, "spec.containers[].image")
+
+
+def test_a_prefix_field_declares_the_keys_and_only_the_values_under_it():
+    field = "metadata.annotations{cdi.k8s.io/}"
+    assert declared("metadata.annotations.*", [field])
+    assert declared("metadata.annotations.cdi.k8s.io/gpu", [field]) and declared("metadata", [field])
+    assert not declared("metadata.annotations.example.com/x", [field])
+    the_pod = {"metadata": {"annotations": {"cdi.k8s.io/a": "v", "other": "w"}}}
+    assert values_at(the_pod, field) == [{"cdi.k8s.io/a": "v"}]

@@ -69,7 +69,8 @@ def test_essentials_drop_what_the_planner_does_not_read():
     slim = essentials.pod(full)
     assert slim["metadata"]["annotations"] == {"kubernetes.io/config.mirror": "abc"}
     assert slim["status"] == {"phase": "Running"}
-    assert slim["spec"]["containers"] == [{}]     # a container without resources stays without
+    # a container without resources stays without; its name is kept (hidden_gpu names it)
+    assert slim["spec"]["containers"] == [{"name": full["spec"]["containers"][0]["name"]}]
     assert "volumes" not in essentials.pod(PODS[0])["spec"]
     assert essentials.pod(PODS[10])["spec"]["volumes"] == [{"name": "c", "emptyDir": {}}]
     assert essentials.pod(PODS[14])["metadata"]["annotations"] == {"gpu-fraction": "0.5"}

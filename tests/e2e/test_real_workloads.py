@@ -1,0 +1,134 @@
+"""Workloads as real charts and operators run them, on the seed sandbox (1.33, and in the window
+subset): GPU users that ask for no GPU (core/hidden_gpu.py) stay, warned, and `evacuate` keeps
+every one of them by UID while it moves a plain pod beside them.
+
+The pod specs follow public manifests, cut to what the planner reads:
+- RuntimeClass `nvidia` (handler `nvidia`) and a pod naming it without a GPU request: the NVIDIA
+  GPU Operator's and k8s-device-plugin's documented setup (github.com/NVIDIA/k8s-device-plugin,
+  README.md, "Enabling GPU Support in Kubernetes"; gpu-operator's RuntimeClass `nvidia`);
+- `NVIDIA_VISIBLE_DEVICES=all` in a container's environment, no request: the pattern of NVIDIA's
+  monitoring images (dcgm-exporter's `env`) and of Helm charts that pass the GPUs through the
+  container toolkit rather than the device plugin;
+- `cdi.k8s.io/<name>` annotations: the CDI specification's Kubernetes annotation
+  (github.com/cncf-tags/container-device-interface, SPEC.md);
+- a hostPath of `/dev/nvidia0`: node agents' and hand-written pods' direct device mounts.
+"""
+import json
+
+import pytest
+import yaml
+from sandbox_helpers import GPU_A, wait_until
+from test_least_privilege import ROLE_FILE, binding, can_i, role, without
+
+RUNTIME_CLASS = "e2e-nvidia"
+pytestmark = pytest.mark.window
+
+
+PREFER_GPU_A = {"nodeAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [{
+    "weight": 100, "preference": {"matchExpressions": [
+        {"key": "kubernetes.io/hostname", "operator": "In", "values": [GPU_A]}]}}]}}
+
+
+def deployment(namespace, name, spec_extra=None, container_extra=None, annotations=None):
+    container = {"name": name, "image": "nvcr.io/nvidia/tritonserver:24.08-py3",
+                 "resources": {"requests": {"cpu": "10m", "memory": "16Mi"}}, **(container_extra or {})}
+    template_meta = {"labels": {"app": name}, **({"annotations": annotations} if annotations else {})}
+    return {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": name, "namespace": namespace},
+            "spec": {"replicas": 1, "selector": {"matchLabels": {"app": name}},
+                     "template": {"metadata": template_meta,
+                                  "spec": {"nodeSelector": {"kubernetes.io/hostname": GPU_A},
+                                           "containers": [container], **(spec_extra or {})}}}}
+
+
+def workloads(namespace):
+    """{name: (Deployment, the reason status gives its pod)}."""
+    env = [{"name": "NVIDIA_VISIBLE_DEVICES", "value": "all"},
+           {"name": "NVIDIA_DRIVER_CAPABILITIES", "value": "compute,utility"}]
+    from_configmap = [{"name": "NVIDIA_VISIBLE_DEVICES",
+                       "valueFrom": {"configMapKeyRef": {"name": "gpu-config", "key": "devices"}}}]
+    device = {"volumes": [{"name": "dev-nvidia0", "hostPath": {"path": "/dev/nvidia0"}}]}
+    found = {
+        "triton-runtime": (deployment(namespace, "triton-runtime", {"runtimeClassName": RUNTIME_CLASS}),
+                           "gpu-runtime"),
+        "exporter-env": (deployment(namespace, "exporter-env", container_extra={"env": env}), "gpu-env"),
+        "chart-env-from": (deployment(namespace, "chart-env-from", container_extra={"env": from_configmap}),
+                           "gpu-env"),
+        "cdi-user": (deployment(namespace, "cdi-user", annotations={"cdi.k8s.io/gpu": "nvidia.com/gpu=all"}),
+                     "gpu-cdi"),
+        "device-mount": (deployment(namespace, "device-mount", device), "gpu-device-mount"),
+        # Beside them, a pod that merely says NVIDIA_VISIBLE_DEVICES=void: it uses no GPU, and moves.
+        "plain": (deployment(namespace, "plain", container_extra={"env": [
+            {"name": "NVIDIA_VISIBLE_DEVICES", "value": "void"}]}), "not-tolerated"),
+    }
+    # The plain one only prefers the GPU node, so that its replacement may land elsewhere.
+    plain = found["plain"][0]["spec"]["template"]["spec"]
+    del plain["nodeSelector"]
+    plain["affinity"] = PREFER_GPU_A
+    return found
+
+
+@pytest.fixture
+def hidden_users(clean, namespace):
+    clean.apply({"apiVersion": "node.k8s.io/v1", "kind": "RuntimeClass",
+                 "metadata": {"name": RUNTIME_CLASS}, "handler": "nvidia"},
+                {"apiVersion": "v1", "kind": "ConfigMap",
+                 "metadata": {"name": "gpu-config", "namespace": namespace}, "data": {"devices": "all"}})
+    shapes = workloads(namespace)
+    clean.apply(*[d for d, _ in shapes.values()])
+
+    def running():
+        pods = clean.pods("-n", namespace)
+        return len([p for p in pods if p["status"].get("phase") == "Running"
+                    and p["spec"].get("nodeName") == GPU_A]) == len(shapes) and pods
+    pods = wait_until("the workloads to run on the GPU node", running, timeout=120)
+    yield namespace, {p["metadata"]["labels"]["app"]: p for p in pods}, shapes, clean
+    clean.kubectl("delete", "runtimeclass", RUNTIME_CLASS, "--ignore-not-found")
+
+
+def verdicts(result, namespace):
+    document = json.loads(result.stdout)
+    return {p["name"].rsplit("-", 2)[0]: (p["verdict"], p["reason"])
+            for node in document["nodes"] for p in node["pods"] if p["namespace"] == namespace}
+
+
+def test_gpu_users_without_a_request_stay_warned_and_evacuate_keeps_their_uids(gpuisolate, hidden_users):
+    namespace, pods, shapes, _ = hidden_users
+    status = gpuisolate("status", GPU_A, "-o", "json", "--all-pods")
+    assert status.returncode == 0, status.stderr
+    got = verdicts(status, namespace)
+    assert got == {name: ("move" if reason == "not-tolerated" else "stay", reason)
+                   for name, (_, reason) in shapes.items()}, got
+    warned = [w for w in json.loads(status.stdout)["warnings"] if f" {namespace}/" in w]
+    assert len(warned) == 5 and all("bypassing the device plugin's accounting" in w for w in warned)
+    assert any("comes from configMapKeyRef, which is not read" in w for w in warned)
+
+    result = gpuisolate("evacuate", GPU_A, "--taint-first", "--delete-emptydir-data", "--timeout", "3m")
+    assert result.returncode == 0, result.stderr
+    after = {p["metadata"]["labels"]["app"]: p for p in clean_pods(hidden_users)}
+    for name, (_, reason) in shapes.items():
+        if reason != "not-tolerated":
+            assert after[name]["metadata"]["uid"] == pods[name]["metadata"]["uid"], name
+    assert "plain" not in after or after["plain"]["metadata"]["uid"] != pods["plain"]["metadata"]["uid"]
+    assert "evicting pod " + f"{namespace}/" + pods["plain"]["metadata"]["name"] in result.stderr
+
+
+def clean_pods(hidden_users):
+    namespace, _, _, sandbox = hidden_users
+    return [p for p in sandbox.pods("-n", namespace) if not p["metadata"].get("deletionTimestamp")]
+
+
+def test_without_list_runtimeclasses_a_class_is_judged_by_its_name(gpuisolate, hidden_users, rbac):
+    """The shipped role less `list runtimeclasses`: one warning, and the pod naming the
+    `e2e-nvidia` class is still kept as a GPU user (its name holds 'nvidia')."""
+    namespace, _, _, sandbox = hidden_users
+    user = "gpuisolate-e2e-without-list-runtimeclasses"
+    rules = [x for r in yaml.safe_load(ROLE_FILE.read_text())["rules"]
+             for x in without(r, "list", "node.k8s.io", "runtimeclasses")]
+    rbac(role(user, [r for r in rules if r["verbs"]]), binding(user, user, "User", user))
+    wait_until("the binding to take effect", lambda: can_i(sandbox, "list", "nodes", "--as", user))
+    result = gpuisolate("--context", "sandbox-admin", "--as", user, "status", GPU_A, "-o", "json")
+    assert result.returncode == 0, result.stderr
+    warnings = [line for line in result.stderr.splitlines() if "RuntimeClasses" in line]
+    assert len(warnings) == 1 and "judged by its name" in warnings[0], result.stderr
+    assert 'cannot list resource "runtimeclasses"' in warnings[0]
+    assert verdicts(result, namespace)["triton-runtime"] == ("stay", "gpu-runtime")
