@@ -163,7 +163,9 @@ def runtime_classes(kube, pods, warn):
     """{name: handler} of the cluster's RuntimeClasses, read (one list) only when some pod names
     one; None when they cannot be read, said once to ``warn`` (the planner then judges a class
     by its name: core/hidden_gpu.py)."""
-    if not any((p.get("spec") or {}).get("runtimeClassName") for p in pods):
+    # DaemonSet pods (the GPU Operator's own name the nvidia class) are decided before it matters.
+    if not any((p.get("spec") or {}).get("runtimeClassName") and not planner.is_daemonset_pod(p)
+               for p in pods):
         return {}
     try:
         return kube.list_runtime_classes()

@@ -9,7 +9,7 @@ from kubectl_gpuisolate.errors import api_error
 from kubectl_gpuisolate.kube import gather
 
 from ..evict_fakes import FakeCluster
-from ..factories import GPU_A, GPU_TAINT, gpu_node, pod
+from ..factories import GPU_A, GPU_TAINT, gpu_node, owner, pod
 
 OPTIONS = PlanOptions(Taint("nvidia.com/gpu", "true", "NoSchedule"))
 
@@ -27,11 +27,13 @@ def plan(cluster):
 
 
 def test_no_pod_names_a_runtime_class_and_none_is_read():
-    cluster = FakeCluster([gpu_node(GPU_A, taints=[GPU_TAINT])], [pod("web-1")],
+    operator_pod = with_runtime("nvidia-device-plugin-x", "nvidia")
+    operator_pod["metadata"]["ownerReferences"] = [owner("DaemonSet", "nvidia-device-plugin")]
+    cluster = FakeCluster([gpu_node(GPU_A, taints=[GPU_TAINT])], [pod("web-1"), operator_pod],
                           runtime_classes={"nvidia": "nvidia"})
     decisions, warnings = plan(cluster)
-    assert decisions == {"web-1": (MOVE, "not-tolerated")} and warnings == []
-    assert "runtime classes" not in cluster.reads
+    assert decisions == {"web-1": (MOVE, "not-tolerated"), "nvidia-device-plugin-x": (STAY, "daemonset")}
+    assert "runtime classes" not in cluster.reads and warnings == []
 
 
 def test_the_handler_decides_in_one_list():
