@@ -11,6 +11,7 @@ END = "<!-- status:end -->"
 PROMPT = "$ kubectl gpuisolate status\n"
 DOCTEST = "<!-- doctest: sandbox"
 EXIT = re.compile(r"#.*\bexit (\d+)\b")
+GENERATED_PREFIX = 58    # maxGeneratedNameLength: 63 less the 5 random characters
 
 
 def status_block(readme):
@@ -39,7 +40,8 @@ def without_random_suffixes(text, generate_names):
     """``text`` with the five random characters the API server appends to each generateName
     (a controller's pods) replaced by '*****': they change with every start of the sandbox,
     and they are always five, so the columns keep their widths."""
-    for prefix in sorted(set(generate_names), key=len, reverse=True):
+    # The API server cuts a generateName to 58 characters before it appends them.
+    for prefix in sorted({name[:GENERATED_PREFIX] for name in generate_names}, key=len, reverse=True):
         text = re.sub(re.escape(prefix) + r"[a-z0-9]{5}\b", prefix + "*****", text)
     return text
 

@@ -39,6 +39,12 @@ def test_random_suffixes_of_generated_names_are_masked_and_others_kept():
         without_random_suffixes("web-7dc4d8b956-zmc5z", ["web-7dc4d8b956-"])
 
 
+def test_a_long_generate_name_is_cut_to_58_characters_as_the_api_server_does():
+    prefix = "rook-ceph-exporter-nkpnai-gpupool-1-z9mz6-pl9k2-9xdn9-84f4bc6d5f-"
+    name = prefix[:58] + "qw8jd"
+    assert without_random_suffixes(name, [prefix]) == prefix[:58] + "*****"
+
+
 def test_the_longer_prefix_masks_first():
     masked = without_random_suffixes("a-b-xyz12 a-aaaaa", ["a-", "a-b-"])
     assert masked == "a-b-***** a-*****"
