@@ -10,7 +10,6 @@ Pure.  Each form is one function ``(pod, ...) -> [Use]``, read by one planner ru
   ``kata-qemu-nvidia-gpu``): judged by its name when the RuntimeClasses could not be read;
 - a CDI device annotation (``cdi.k8s.io/...``), which container runtimes turn into devices;
 - a hostPath volume of a device node (``DEVICE_PATHS``).
-The guard's policy is generated from these same tables.
 """
 
 from dataclasses import dataclass
@@ -18,9 +17,8 @@ from typing import Dict, Iterator, List, Optional, Tuple
 
 from .gpu import Obj
 
-# Environment variables that give a container the node's devices, by vendor.
-VISIBLE_DEVICES: Dict[str, str] = {"NVIDIA_VISIBLE_DEVICES": "NVIDIA", "ROCR_VISIBLE_DEVICES": "AMD",
-                                   "HABANA_VISIBLE_DEVICES": "Habana"}
+# Environment variables that give a container the node's devices (NVIDIA's, AMD's, Habana's).
+VISIBLE_DEVICES = frozenset({"NVIDIA_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES", "HABANA_VISIBLE_DEVICES"})
 NO_DEVICES = frozenset({"", "void", "none"})
 NVIDIA_RUNTIME = "nvidia"           # a handler or (unread) RuntimeClass name holding it
 CDI_PREFIX = "cdi.k8s.io/"
