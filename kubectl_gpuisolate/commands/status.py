@@ -30,6 +30,9 @@ EXAMPLES = """examples:
 
   # Nodes of another pool, as JSON, exit 1 if anything is misplaced (for cron)
   kubectl gpuisolate status -l pool=gpu -o json --exit-code
+
+  # The same, and exit 1 for pods that tolerate the GPU taint but use no GPU
+  kubectl gpuisolate status --strict
 """
 
 
@@ -40,11 +43,13 @@ class StatusOptions(OnNodes):
     output: str
     exit_code: bool
     all_pods: bool = False
+    strict: bool = False        # --exit-code counts isolation leaks too
 
     @classmethod
     def from_args(cls, args):
         return cls(target=NodeTarget.from_args(args), managed_taint=parse_taint(args.taint),
-                   output=args.output, exit_code=args.exit_code, all_pods=args.all_pods)
+                   output=args.output, exit_code=args.exit_code or args.strict, all_pods=args.all_pods,
+                   strict=args.strict)
 
 
 def add_parser(subparsers, parents):
@@ -61,6 +66,9 @@ def add_parser(subparsers, parents):
     add_output_flag(parser, ("wide", "json", "yaml"))
     parser.add_argument("--exit-code", action="store_true",
                         help="exit 1 when pods are misplaced or GPU nodes are untainted")
+    parser.add_argument("--strict", action="store_true",
+                        help="--exit-code, and exit 1 for isolation leaks too: pods that tolerate "
+                             "the GPU taint and use no GPU")
     parser.add_argument("--all-pods", action="store_true",
                         help="list every pod of each GPU node, not only those that need attention "
                              "(-o wide does too; json and yaml always hold every pod)")
@@ -93,9 +101,10 @@ def run(options: StatusOptions, kube: "KubeApi", io: IO) -> int:
     else:
         io.out.write(render_text(result, wide=options.output == "wide",
                                  all_pods=options.all_pods or options.output == "wide"))
-    return EXIT_FINDINGS if options.exit_code and _findings(plans) else EXIT_OK
+    return EXIT_FINDINGS if options.exit_code and findings(plans, options.strict) else EXIT_OK
 
 
-def _findings(plans):
-    """What --exit-code reports: misplaced pods, or a GPU node without the GPU taint."""
-    return any(p.misplaced or not p.tainted for p in plans)
+def findings(plans, strict=False):
+    """What --exit-code reports: misplaced pods, or a GPU node without the GPU taint; with
+    --strict, isolation leaks too (without it, scripts keep the meaning they had)."""
+    return any(p.misplaced or not p.tainted or (strict and p.leaks) for p in plans)

@@ -17,6 +17,9 @@ WAIT = "wait"          # already terminating: wait for it, never evict again
 
 # Stays that status counts as misplaced: the pod does not belong here, but cannot go.
 MISPLACED_STAYS = frozenset({"nowhere-to-land"})
+# Stays that status counts as isolation leaks: the taint lets the pod in, yet it uses no GPU.
+LEAKS = frozenset({"tolerates-without-gpu", "tolerates-everything"})
+
 
 @dataclass(frozen=True)
 class PodDecision:
@@ -42,6 +45,11 @@ class PodDecision:
     def misplaced(self) -> bool:
         """It does not belong on the node: it would move (gated or not) or has nowhere to go."""
         return self.action in (MOVE, BLOCKED) or self.reason in MISPLACED_STAYS
+
+    @property
+    def leak(self) -> bool:
+        """It stays only because it tolerates the GPU taint, and uses no GPU."""
+        return self.action == STAY and self.reason in LEAKS
 
 
 @dataclass
@@ -73,6 +81,11 @@ class NodePlan:
     def misplaced(self) -> List[PodDecision]:
         """Pods that do not belong on the node, gated or not, or with nowhere else to go."""
         return [d for d in self.decisions if d.misplaced]
+
+    @property
+    def leaks(self) -> List[PodDecision]:
+        """Pods the taint lets in that use no GPU (status --strict counts them)."""
+        return [d for d in self.decisions if d.leak]
 
     @property
     def movable(self) -> List[PodDecision]:

@@ -8,7 +8,8 @@ what moves.
 The decision chain mirrors kubectl drain's filter chain: ``RULES`` is an ordered tuple of small
 functions ``(pod, ctx) -> PodDecision or None``, the first that decides wins, and a pod no rule
 keeps goes to ``gated_or_move``.  Its one extra rule at the heart: a pod that tolerates the GPU
-taint stays.  A new rule is one function in ``RULES`` and one row in docs/design.md's table.
+taint stays (and, using no GPU, is reported as an isolation leak).  A new rule is one function in
+``RULES`` and one row in docs/design.md's table.
 """
 
 from dataclasses import dataclass, field
@@ -28,7 +29,15 @@ from .disruption import pdb_blockers as pdb_blockers
 from .disruption import pdb_state as pdb_state
 from .disruption import pdbs_for_pod as pdbs_for_pod
 from .gpu import Obj
-from .taints import Taint, effective_gpu_taints, gpu_taints_on, tolerates_all
+from .taints import (
+    Taint,
+    effective_gpu_taints,
+    gpu_taints_on,
+    tolerates_all,
+    tolerates_any_key,
+    tolerating,
+    toleration_text,
+)
 
 FLAG_EMPTYDIR = "--delete-emptydir-data"
 FLAG_FORCE = "--force"
@@ -231,10 +240,33 @@ def gpu_device_mount(pod: Obj, ctx: RuleContext) -> Optional[PodDecision]:
     return _hidden_user(ctx, "gpu-device-mount", hidden_gpu.device_mount_uses(pod))
 
 
+def workload_text(pod: Obj, owner_ref: Optional[Obj]) -> str:
+    """Where a pod's spec is written: a ReplicaSet named ``<name>-<pod-template-hash>`` is a
+    Deployment's (the name says so; the ReplicaSet is not read), else the controller, else
+    the pod itself."""
+    if owner_ref is None:
+        return "the pod itself (it has no controller)"
+    kind, name = owner_ref.get("kind", ""), owner_ref.get("name", "")
+    template_hash = ((pod.get("metadata") or {}).get("labels") or {}).get("pod-template-hash")
+    if kind == "ReplicaSet" and template_hash and name.endswith("-" + template_hash):
+        return f"Deployment/{name[:-len(template_hash) - 1]}"
+    return f"{kind}/{name}"
+
+
 def tolerated(pod: Obj, ctx: RuleContext) -> Optional[PodDecision]:
-    if ctx.tolerated:
-        return ctx.decision(STAY, "tolerates", f"tolerates {ctx.taint_text}")
-    return None
+    """Tolerates the GPU taint but no rule above found it using an accelerator: the taint lets
+    it stay, and it is an isolation leak (decisions.LEAKS), warned with the toleration to remove."""
+    if not ctx.tolerated:
+        return None
+    matching = tolerating((pod.get("spec") or {}).get("tolerations"), ctx.gpu_taints)
+    everything = any(tolerates_any_key(t) for t in matching)
+    reason = "tolerates-everything" if everything else "tolerates-without-gpu"
+    how = "every taint" if everything else ctx.taint_text
+    shown = ", ".join(toleration_text(t) for t in matching)
+    return ctx.decision(STAY, reason, f"tolerates {how} and uses no GPU: an isolation leak",
+                        warning=f"isolation leak: pod {ctx.namespace}/{ctx.name} tolerates {how} "
+                                f"and uses no GPU; remove the toleration {shown} from "
+                                f"{workload_text(pod, ctx.owner_ref)}")
 
 
 def asks_for_gpu(pod: Obj, ctx: RuleContext) -> Optional[PodDecision]:

@@ -42,7 +42,7 @@ POD_FIELDS: Dict[str, Tuple[str, ...]] = {
     # KEY{PREFIX}: the keys of the mapping at KEY, and the values of those starting with PREFIX
     "gpu_cdi": (f"metadata.annotations{{{CDI_PREFIX}}}",),
     "gpu_device_mount": ("spec.volumes[].hostPath",),
-    "tolerated": (),
+    "tolerated": ("metadata.labels.pod-template-hash",),   # names the Deployment in its warning
     "asks_for_gpu": _LANDING,
     "nowhere_to_land": _LANDING,
     "gated_or_move": _LANDING + ("metadata.labels",),   # labels: the PDBs' selectors

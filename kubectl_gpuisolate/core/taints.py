@@ -142,6 +142,29 @@ def tolerates_all(tolerations: Optional[Sequence[ApiTaint]],
     return all(any(tolerates(t, taint) for t in tolerations) for taint in taints)
 
 
+def tolerating(tolerations: Optional[Sequence[ApiTaint]], taints: Iterable[ApiTaint]) -> List[ApiTaint]:
+    """The tolerations that tolerate at least one of ``taints``, in the pod's order."""
+    wanted = tuple(taints)
+    return [t for t in tolerations or () if any(tolerates(t, taint) for taint in wanted)]
+
+
+def tolerates_any_key(toleration: ApiTaint) -> bool:
+    """A keyless ``Exists``: it tolerates every taint (of its effect, or of all effects)."""
+    return not toleration.get("key") and toleration.get("operator") == "Exists"
+
+
+def toleration_text(toleration: ApiTaint) -> str:
+    """A toleration as a manifest's reader finds it: ``{operator: Exists}`` for the keyless
+    form, else ``KEY[=VALUE][:EFFECT]`` with ``(Exists)`` when it matches any value."""
+    effect = toleration.get("effect") or ""
+    if tolerates_any_key(toleration):
+        return "{operator: Exists" + (f", effect: {effect}" if effect else "") + "}"
+    exists = toleration.get("operator") == "Exists"
+    value = "" if exists or not toleration.get("value") else f"={toleration['value']}"
+    return (f"{toleration.get('key', '')}{value}{':' + effect if effect else ''}"
+            f"{' (Exists)' if exists else ''}")
+
+
 def same_identity(a: ApiTaint, b: ApiTaint) -> bool:
     """The API identifies a taint by key and effect."""
     return a.get("key") == b.get("key") and a.get("effect") == b.get("effect")

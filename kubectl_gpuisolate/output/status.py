@@ -59,7 +59,12 @@ def _header(plan, wide):
             f"{len(plan.movable)} would move{f', {stuck} nowhere to land' if stuck else ''}, "
             f"{counts[planner.STAY]} stay"
             f"{' (' + stay_text + ')' if stay_text else ''}"
-            f"{', %d terminating' % counts[planner.WAIT] if counts[planner.WAIT] else ''}\n")
+            f"{', %d terminating' % counts[planner.WAIT] if counts[planner.WAIT] else ''}"
+            f"{_leak_text(len(plan.leaks))}\n")
+
+
+def _leak_text(leaks):
+    return f"; {leaks} isolation leak{'s' if leaks != 1 else ''}" if leaks else ""
 
 
 def needs_attention(decision):
@@ -130,7 +135,7 @@ def _node_doc(node, plan):
         **_manager_doc(node),
         "summary": {"wouldMove": len(plan.movable), "stay": counts[planner.STAY],
                     "nowhereToLand": len(plan.misplaced) - len(plan.movable),
-                    "terminating": counts[planner.WAIT],
+                    "terminating": counts[planner.WAIT], "leaks": len(plan.leaks),
                     "stayReasons": dict(sorted(plan.stay_reasons.items()))},
         "pods": [_pod_doc(d) for d in plan.decisions],
     }

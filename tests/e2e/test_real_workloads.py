@@ -1,6 +1,7 @@
 """Workloads as real charts and operators run them, on the seed sandbox (1.33, and in the window
 subset): GPU users that ask for no GPU (core/hidden_gpu.py) stay, warned, and `evacuate` keeps
-every one of them by UID while it moves a plain pod beside them.
+every one of them by UID while it moves a plain pod beside them; pods the taint lets in that use
+no GPU stay too, as isolation leaks that `status --strict` exits 1 for.
 
 The pod specs follow public manifests, cut to what the planner reads:
 - RuntimeClass `nvidia` (handler `nvidia`) and a pod naming it without a GPU request: the NVIDIA
@@ -56,6 +57,13 @@ def workloads(namespace):
         "cdi-user": (deployment(namespace, "cdi-user", annotations={"cdi.k8s.io/gpu": "nvidia.com/gpu=all"}),
                      "gpu-cdi"),
         "device-mount": (deployment(namespace, "device-mount", device), "gpu-device-mount"),
+        # Isolation leaks: no GPU in any form, yet let in by the taint (a chart's tolerate-all; a
+        # GPU pod's toleration copied into a CPU Deployment). They stay, warned.
+        "tolerate-all": (deployment(namespace, "tolerate-all", {"tolerations": [{"operator": "Exists"}]}),
+                         "tolerates-everything"),
+        "copied-toleration": (deployment(namespace, "copied-toleration", {"tolerations": [
+            {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]}),
+            "tolerates-without-gpu"),
         # Beside them, a pod that merely says NVIDIA_VISIBLE_DEVICES=void: it uses no GPU, and moves.
         "plain": (deployment(namespace, "plain", container_extra={"env": [
             {"name": "NVIDIA_VISIBLE_DEVICES", "value": "void"}]}), "not-tolerated"),
@@ -99,8 +107,13 @@ def test_gpu_users_without_a_request_stay_warned_and_evacuate_keeps_their_uids(g
     assert got == {name: ("move" if reason == "not-tolerated" else "stay", reason)
                    for name, (_, reason) in shapes.items()}, got
     warned = [w for w in json.loads(status.stdout)["warnings"] if f" {namespace}/" in w]
-    assert len(warned) == 5 and all("bypassing the device plugin's accounting" in w for w in warned)
-    assert any("comes from configMapKeyRef, which is not read" in w for w in warned)
+    hidden = [w for w in warned if "bypassing the device plugin's accounting" in w]
+    assert len(hidden) == 5 and any("comes from configMapKeyRef, which is not read" in w for w in hidden)
+    leaks = sorted(w for w in warned if w.startswith("isolation leak: "))
+    assert len(leaks) == 2 and len(warned) == 7, warned
+    assert leaks[0].endswith("remove the toleration nvidia.com/gpu:NoSchedule (Exists) from "
+                             "Deployment/copied-toleration")
+    assert leaks[1].endswith("remove the toleration {operator: Exists} from Deployment/tolerate-all")
 
     result = gpuisolate("evacuate", GPU_A, "--taint-first", "--delete-emptydir-data", "--timeout", "3m")
     assert result.returncode == 0, result.stderr
@@ -110,6 +123,10 @@ def test_gpu_users_without_a_request_stay_warned_and_evacuate_keeps_their_uids(g
             assert after[name]["metadata"]["uid"] == pods[name]["metadata"]["uid"], name
     assert "plain" not in after or after["plain"]["metadata"]["uid"] != pods["plain"]["metadata"]["uid"]
     assert "evicting pod " + f"{namespace}/" + pods["plain"]["metadata"]["name"] in result.stderr
+    # The node is clean for --exit-code (docs/output.md: 0); --strict still finds the two leaks (1).
+    assert gpuisolate("status", GPU_A, "--exit-code").returncode == 0
+    strict = gpuisolate("status", GPU_A, "--strict")
+    assert strict.returncode == 1 and "; 2 isolation leaks\n" in strict.stdout, strict.stdout
 
 
 def clean_pods(hidden_users):

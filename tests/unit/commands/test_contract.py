@@ -56,7 +56,8 @@ POD_REF = str                                         # namespace/name
 STATUS_POD = {"namespace": str, "name": str, "uid": str, "owner": str,
               "verdict": OneOf("move", "blocked", "stay", "wait"),
               "reason": OneOf("not-tolerated", "gated", "daemonset", "daemonset-orphan", "mirror",
-                              "finished", "gpu-request", "resource-claim", "tolerates",
+                              "finished", "gpu-request", "resource-claim", "tolerates-without-gpu",
+                              "tolerates-everything",
                               "terminating", "nowhere-to-land"),
               "message": str, "flags": [str], "pdbs": [str], "landingNodes": Optional(int),
               "warning": Optional(str)}
@@ -68,7 +69,7 @@ STATUS = {
                "gpuTainted": bool, "unschedulable": bool,
                "manager": NULLABLE_STR, "pool": NULLABLE_STR,
                "summary": {"wouldMove": int, "stay": int, "nowhereToLand": int, "terminating": int,
-                           "stayReasons": MapOf(int)},
+                           "leaks": int, "stayReasons": MapOf(int)},
                "pods": [STATUS_POD]}],
     "pdbBlockers": [{"namespace": str, "name": str, "disruptionsAllowed": int,
                      "currentHealthy": int, "desiredHealthy": int, "expectedPods": int,

@@ -13,7 +13,10 @@ from ..factories import GPU_A, GPU_B, GPU_TAINT, GPU_TAINT_PRESENT, GPU_TOLERATI
 from .helpers import run_command, table_rows
 
 DS = owner("DaemonSet", "cilium")
+# "tol" tolerates the GPU taint and uses no GPU: it stays, an isolation leak (counted by --strict).
 STAYING = [pod("cilium", "kube-system", owner_ref=DS), pod("tol", tolerations=[GPU_TOLERATION])]
+CLEAN = [pod("cilium", "kube-system", owner_ref=DS),
+         pod("llm", tolerations=[GPU_TOLERATION], requests={"nvidia.com/gpu": "1"})]
 MOVING = pod("web")
 BLOCKED = pod("bare", owner_ref=None)
 TERMINATING = pod("old", deleting=True)
@@ -35,6 +38,31 @@ def test_exit_code_flags_misplaced_pods_and_untainted_gpu_nodes(taints, pods, co
     assert run_command(fake, "status")[0] == EXIT_OK          # only with --exit-code
 
 
+@pytest.mark.parametrize("taints, pods, code", [
+    ([GPU_TAINT], STAYING, EXIT_FINDINGS),        # the leak
+    ([GPU_TAINT], CLEAN, EXIT_OK),
+    ([GPU_TAINT], [pod("any", tolerations=[{"operator": "Exists"}])], EXIT_FINDINGS),
+    (None, CLEAN, EXIT_FINDINGS),                 # --strict keeps what --exit-code counts
+    ([GPU_TAINT], CLEAN + [MOVING], EXIT_FINDINGS),
+], ids=["leak", "clean", "tolerates-everything", "untainted", "misplaced"])
+def test_strict_counts_isolation_leaks_too(taints, pods, code):
+    fake = FakeCluster([gpu_node(GPU_A, taints=taints)], pods)
+    assert run_command(fake, "status", "--strict")[0] == code
+    assert run_command(fake, "status", "--strict", "--exit-code")[0] == code
+
+
+def test_a_leak_is_listed_counted_and_warned_with_the_toleration_to_remove():
+    fake = FakeCluster([gpu_node(GPU_A, taints=[GPU_TAINT])], STAYING)
+    _, out, err = run_command(fake, "status")
+    assert "2 stay (1 daemonset, 1 tolerates-without-gpu); 1 isolation leak\n" in out
+    assert {row[1]: row[3] for row in table_rows(out)} == {"tol": "tolerates-without-gpu"}
+    assert ("Warning: isolation leak: pod default/tol tolerates nvidia.com/gpu=true:NoSchedule and "
+            "uses no GPU; remove the toleration nvidia.com/gpu:NoSchedule (Exists) from "
+            "ReplicaSet/web-5d4f8") in err
+    [doc] = json.loads(run_command(fake, "status", "-o", "json")[1])["nodes"]
+    assert doc["summary"]["leaks"] == 1
+
+
 def test_exit_code_looks_at_every_node():
     fake = FakeCluster([gpu_node(GPU_A, taints=[GPU_TAINT]), gpu_node(GPU_B)], STAYING)
     assert run_command(fake, "status", "--exit-code")[0] == EXIT_FINDINGS
@@ -47,7 +75,8 @@ def test_json_summary_counts_move_and_blocked_as_would_move():
     code, out, _ = run_command(fake, "status", "-o", "json")
     [doc] = json.loads(out)["nodes"]
     assert doc["summary"] == {"wouldMove": 2, "stay": 2, "nowhereToLand": 0, "terminating": 1,
-                              "stayReasons": {"daemonset": 1, "tolerates": 1}}
+                              "leaks": 1,
+                              "stayReasons": {"daemonset": 1, "tolerates-without-gpu": 1}}
     assert {p["name"]: p["verdict"] for p in doc["pods"]} == {
         "bare": "blocked", "old": "wait", "tol": "stay", "web": "move", "cilium": "stay"}
 
@@ -59,7 +88,8 @@ def test_text_never_says_a_staying_pod_would_move():
         assert {row[1]: row[2] for row in table_rows(out)} == {
             "cilium": "stays", "tol": "stays", "web": "would move", "old": "terminating"}
     _, out, _ = run_command(fake, "status")    # by default: only the pods that need attention
-    assert {row[1]: row[2] for row in table_rows(out)} == {"web": "would move"}
+    assert {row[1]: row[2] for row in table_rows(out)} == {"web": "would move",
+                                                            "tol": "stays"}   # a leak, warned
 
 
 SELECTOR = "nvidia.com/gpu.present=true"
@@ -157,9 +187,9 @@ def test_the_node_view_covers_every_node_or_the_selection_as_kubectl_would():
 
 
 def test_a_node_with_nothing_to_attend_to_is_one_line():
-    fake = FakeCluster([gpu_node(GPU_A, taints=[GPU_TAINT])], STAYING)
+    fake = FakeCluster([gpu_node(GPU_A, taints=[GPU_TAINT])], CLEAN)
     _, out, _ = run_command(fake, "status")
     sections = out.split("\n\n", 1)[1]
     assert sections.strip().splitlines() == [
         f"node/{GPU_A}: 2 GPU, GPU taint nvidia.com/gpu=true:NoSchedule; signal gpu-operator-label; "
-        "2 pods: 0 would move, 2 stay (1 daemonset, 1 tolerates)"]
+        "2 pods: 0 would move, 2 stay (1 daemonset, 1 gpu-request)"]

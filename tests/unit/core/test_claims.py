@@ -87,10 +87,10 @@ def test_the_planner_keeps_only_gpu_claims_and_claims_it_cannot_judge(held, acti
     assert words in d.message
 
 
-def test_a_tolerating_nic_claim_pod_stays_because_it_tolerates():
+def test_a_tolerating_nic_claim_pod_is_an_isolation_leak():
     p = dra_pod("w", "c1", tolerations=INFERENCE_TOLERATIONS)
     d = decide(p, [GPU_TAINT], [], OPTIONS, resource_claims={("ml", "c1"): allocated("sriovnetwork.k8s.io")})
-    assert (d.action, d.reason) == (STAY, "tolerates")
+    assert (d.action, d.reason) == (STAY, "tolerates-without-gpu")     # a NIC is not a GPU
 
 
 def test_gather_reads_each_claim_once_and_judges_by_it():

@@ -80,11 +80,33 @@ DECISION_CASES = [
     case("bare-pod-has-no-replacement", pod(owner_ref=None, node_selector={"x": "y"}), BLOCKED,
          "gated", flags=[FLAG_FORCE], cluster=CLUSTER),
     case("tolerated-before-landing", pod(tolerations=[GPU_TOLERATION], node_selector={"x": "y"}),
-         STAY, "tolerates", cluster=CLUSTER),
+         STAY, "tolerates-without-gpu", cluster=CLUSTER, warning="isolation leak: pod default/"),
     # -- tolerations against the node's GPU taint --------------------------------------------------
-    case("tolerate-all", pod(tolerations=[{"operator": "Exists"}]), STAY, "tolerates",
-         message="tolerates nvidia.com/gpu=true:NoSchedule"),
-    case("inference-tolerations", pod(tolerations=INFERENCE_TOLERATIONS), STAY, "tolerates"),
+    case("tolerate-all", pod(tolerations=[{"operator": "Exists"}]), STAY, "tolerates-everything",
+         message="tolerates every taint and uses no GPU: an isolation leak",
+         warning="isolation leak: pod default/web-5d4f8-abcde tolerates every taint and uses no GPU; "
+                 "remove the toleration {operator: Exists} from ReplicaSet/web-5d4f8"),
+    case("leak-names-the-deployment",
+         pod(tolerations=[GPU_TOLERATION], labels={"pod-template-hash": "5d4f8"}), STAY,
+         "tolerates-without-gpu", warning="remove the toleration nvidia.com/gpu:NoSchedule (Exists) "
+                                          "from Deployment/web"),
+    case("leak-of-a-bare-pod", pod(tolerations=[GPU_TOLERATION], owner_ref=None), STAY,
+         "tolerates-without-gpu", warning="from the pod itself (it has no controller)"),
+    case("leak-names-every-matching-toleration",
+         pod(tolerations=[{"key": "nvidia.com/gpu", "value": "true"}, {"operator": "Exists"}]
+             + DEFAULT_TOLERATIONS), STAY, "tolerates-everything",
+         warning="remove the toleration nvidia.com/gpu=true, {operator: Exists} from"),
+    case("leak-of-a-statefulset", pod(tolerations=[GPU_TOLERATION],
+                                      owner_ref=owner("StatefulSet", "db", "apps/v1")), STAY,
+         "tolerates-without-gpu", warning="from StatefulSet/db"),
+    case("tolerate-all-noschedule",
+         pod(tolerations=[{"operator": "Exists", "effect": "NoSchedule"}]),
+         STAY, "tolerates-everything", warning="toleration {operator: Exists, effect: NoSchedule}"),
+    case("tolerate-all-of-noexecute-only",
+         pod(tolerations=[{"operator": "Exists", "effect": "NoExecute"}]),
+         MOVE, "not-tolerated"),
+    case("inference-tolerations", pod(tolerations=INFERENCE_TOLERATIONS), STAY, "tolerates-without-gpu",
+         warning="isolation leak: pod default/"),
     case("default-tolerations-only", pod(), MOVE, "not-tolerated",
          message="does not tolerate nvidia.com/gpu=true:NoSchedule"),
     case("no-tolerations", pod(tolerations=[]), MOVE, "not-tolerated"),
@@ -99,20 +121,24 @@ DECISION_CASES = [
                            "effect": "NoSchedule"}]), MOVE, "not-tolerated",
          node_taints=[GPU_TAINT_PRESENT],
          message="does not tolerate nvidia.com/gpu=present:NoSchedule"),
-    case("present-taint-exists", pod(tolerations=[GPU_TOLERATION]), STAY, "tolerates",
+    case("present-taint-exists", pod(tolerations=[GPU_TOLERATION]), STAY,
+         "tolerates-without-gpu",
          node_taints=[GPU_TAINT_PRESENT],
-         message="tolerates nvidia.com/gpu=present:NoSchedule"),
+         message="tolerates nvidia.com/gpu=present:NoSchedule and uses no GPU: an isolation leak",
+         warning="remove the toleration nvidia.com/gpu:NoSchedule (Exists) from"),
     case("present-and-true-taints-equal-true",
          pod(tolerations=[{"key": "nvidia.com/gpu", "value": "true"}]), MOVE, "not-tolerated",
          node_taints=[GPU_TAINT, GPU_TAINT_PRESENT],
          message="does not tolerate nvidia.com/gpu=true:NoSchedule, "
                  "nvidia.com/gpu=present:NoSchedule"),
-    case("other-node-taints-ignored", pod(tolerations=[GPU_TOLERATION]), STAY, "tolerates",
-         node_taints=[CONTROL_PLANE_TAINT, GPU_TAINT]),
+    case("other-node-taints-ignored", pod(tolerations=[GPU_TOLERATION]), STAY,
+         "tolerates-without-gpu",
+         node_taints=[CONTROL_PLANE_TAINT, GPU_TAINT], warning="isolation leak: pod default/"),
     # -- a node without the GPU taint is judged against the managed taint --------------------------
     case("untainted-node-equal-true",
          pod(tolerations=[{"key": "nvidia.com/gpu", "operator": "Equal", "value": "true",
-                           "effect": "NoSchedule"}]), STAY, "tolerates", node_taints=[]),
+                           "effect": "NoSchedule"}]), STAY, "tolerates-without-gpu", node_taints=[],
+         warning="isolation leak: pod default/"),
     case("untainted-node-equal-present",
          pod(tolerations=[{"key": "nvidia.com/gpu", "operator": "Equal", "value": "present",
                            "effect": "NoSchedule"}]), MOVE, "not-tolerated", node_taints=[],
@@ -229,7 +255,8 @@ DECISION_CASES = [
          pdbs=[pdb("a", selector={}), pdb("b", selector={"matchExpressions": [
              {"key": "app", "operator": "Exists"}]})]),
     case("several-pdbs-but-tolerated", pod(labels=APP, tolerations=[GPU_TOLERATION]), STAY,
-         "tolerates", pdbs=[pdb("a", selector={}), pdb("b", selector={})]),
+         "tolerates-without-gpu", pdbs=[pdb("a", selector={}), pdb("b", selector={})],
+         warning="isolation leak: pod default/"),
     # -- first match wins --------------------------------------------------------------------------
     case("terminating-beats-mirror",
          pod(deleting=True, annotations={"kubernetes.io/config.mirror": "x"}), WAIT, "terminating"),
@@ -361,7 +388,9 @@ def test_node_plan_properties():
     assert [d.name for d in plan.misplaced] == ["bare", "web-a", "web-b"]
     assert [d.name for d in plan.with_action(WAIT)] == ["old"]
     assert [d.name for d in plan.with_action(STAY)] == ["cilium-x", "infer", "llama"]
-    assert len(plan.warnings) == 1 and "nai-admin/llama" in plan.warnings[0]
+    assert [d.name for d in plan.leaks] == ["infer"]       # tolerates, requests no GPU
+    assert len(plan.warnings) == 2 and "nai-admin/infer" in plan.warnings[0]
+    assert "nai-admin/llama" in plan.warnings[1]
 
 
 def test_node_plan_untainted_node():

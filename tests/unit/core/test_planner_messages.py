@@ -35,7 +35,10 @@ MESSAGE_CASES = [
      f"but does not tolerate {TAINT}; {AFTER_RESTART}"),
     ("gpu-tolerated", pod(requests={"nvidia.com/gpu": "1"}, tolerations=INFERENCE_TOLERATIONS), {},
      "uses nvidia.com/gpu", ""),
-    ("tolerates", pod(tolerations=INFERENCE_TOLERATIONS), {}, f"tolerates {TAINT}", ""),
+    ("tolerates", pod(tolerations=INFERENCE_TOLERATIONS), {},
+     f"tolerates {TAINT} and uses no GPU: an isolation leak",
+     f"isolation leak: pod default/web-5d4f8-abcde tolerates {TAINT} and uses no GPU; remove the "
+     "toleration nvidia.com/gpu:NoSchedule (Exists) from ReplicaSet/web-5d4f8"),
     ("emptydir", pod(volumes=EMPTY_DIR), {},
      f"does not tolerate {TAINT}, but has emptyDir data (use --delete-emptydir-data)", ""),
     ("both-gates", pod(owner_ref=None, volumes=EMPTY_DIR), {},

@@ -61,7 +61,7 @@ def test_essentials_decide_as_the_whole_pod(flags):
     assert {d.reason for d in whole.decisions} >= {"daemonset", "daemonset-orphan", "mirror",
                                                    "gpu-request", "resource-claim", "finished",
                                                    "terminating", "gated", "not-tolerated",
-                                                   "tolerates", "gpu-mig", "gpu-fraction"}
+                                                   "tolerates-without-gpu", "gpu-mig", "gpu-fraction"}
 
 
 def test_essentials_drop_what_the_planner_does_not_read():

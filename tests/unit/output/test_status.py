@@ -38,7 +38,10 @@ CASES = {
                         requests={"nvidia.com/gpu": "1"}), planner.STAY, "stays", "gpu-request"),
     "resource-claim": (pod("dra", tolerations=INFERENCE_TOLERATIONS, claims=["gpu"]), planner.STAY,
                        "stays", "resource-claim"),
-    "tolerates": (pod("tol", tolerations=[GPU_TOLERATION]), planner.STAY, "stays", "tolerates"),
+    "tolerates-without-gpu": (pod("tol", tolerations=[GPU_TOLERATION]), planner.STAY, "stays",
+                              "tolerates-without-gpu"),
+    "tolerates-everything": (pod("all", tolerations=[{"operator": "Exists"}]), planner.STAY, "stays",
+                             "tolerates-everything"),
     "terminating": (pod("old", deleting=True), planner.WAIT, "terminating", "terminating"),
 }
 
@@ -61,7 +64,7 @@ def test_each_verdict_as_the_table_and_the_document_say_it(case):
     misplaced = action in (planner.MOVE, planner.BLOCKED)
     assert to_document(status)["nodes"][0]["summary"] == {
         "wouldMove": int(misplaced), "stay": int(action == planner.STAY), "nowhereToLand": 0,
-        "terminating": int(action == planner.WAIT),
+        "terminating": int(action == planner.WAIT), "leaks": int(reason.startswith("tolerates")),
         "stayReasons": {reason: 1} if action == planner.STAY else {}}
 
 
@@ -84,13 +87,15 @@ def test_the_node_header_counts_every_verdict_and_stay_reason():
     status = result([case[0] for case in CASES.values()])
     header = [line for line in render_text(status).splitlines() if line.startswith("node/")]
     assert header == [f"node/{GPU_A}: 2 GPU, GPU taint nvidia.com/gpu=true:NoSchedule; "
-                      "signal gpu-operator-label; 10 pods: "
-                      "3 would move, 6 stay (1 daemonset, 1 finished, 1 gpu-request, 1 mirror, "
-                      "1 resource-claim, 1 tolerates), 1 terminating"]
+                      "signal gpu-operator-label; 11 pods: "
+                      "3 would move, 7 stay (1 daemonset, 1 finished, 1 gpu-request, 1 mirror, "
+                      "1 resource-claim, 1 tolerates-everything, 1 tolerates-without-gpu), "
+                      "1 terminating; 2 isolation leaks"]
     summary = to_document(status)["nodes"][0]["summary"]
-    assert summary == {"wouldMove": 3, "stay": 6, "nowhereToLand": 0, "terminating": 1,
+    assert summary == {"wouldMove": 3, "stay": 7, "nowhereToLand": 0, "terminating": 1, "leaks": 2,
                        "stayReasons": {"daemonset": 1, "finished": 1, "gpu-request": 1,
-                                       "mirror": 1, "resource-claim": 1, "tolerates": 1}}
+                                       "mirror": 1, "resource-claim": 1, "tolerates-everything": 1,
+                                       "tolerates-without-gpu": 1}}
     assert list(summary["stayReasons"]) == sorted(summary["stayReasons"])
 
 
