@@ -7,8 +7,9 @@ The taint is the fence: a GPU node without the GPU taint is refused, because
 evicted pods could come straight back (--taint-first taints it first, as 'taint'
 does).  Nothing is ever cordoned, and a cordon someone else set is left alone.
 Before anything is evicted on a node its plan is checked as a whole: a pod that
-needs --delete-emptydir-data or --force, or that several PDBs match, refuses the
-node.  A pod whose replacement could be scheduled on no node outside the run (a
+needs --delete-emptydir-data, --force or --allow-job-restart (its operator restarts or
+fails a whole job when it goes: a training job, a workflow step, a Ray head), or that several
+PDBs match, refuses the node.  A pod whose replacement could be scheduled on no node outside the run (a
 hostname pin, a local or zonal volume, a nodeName in its controller's template,
 nothing else untainted) is never evicted: the summary names it with the
 constraint, and it does not change the exit code.
@@ -78,6 +79,7 @@ class EvacuateOptions(OnNodes):
     taint_first: bool
     delete_emptydir_data: bool
     force: bool
+    allow_job_restart: bool
     grace_period: int
     timeout: Optional[float]        # seconds; None means no deadline
     max_parallel: int
@@ -103,7 +105,8 @@ class EvacuateOptions(OnNodes):
                              "scheduler may put evicted pods straight back); use NoSchedule")
         return cls(target=target, gpu_taint=gpu_taint,
                    taint_first=args.taint_first, delete_emptydir_data=args.delete_emptydir_data,
-                   force=args.force, grace_period=args.grace_period, timeout=timeout or None,
+                   force=args.force, allow_job_restart=args.allow_job_restart,
+                   grace_period=args.grace_period, timeout=timeout or None,
                    max_parallel=args.max_parallel, parallel_nodes=args.parallel_nodes,
                    dry_run=parse_dry_run(args.dry_run), output=args.output)
 
@@ -120,7 +123,8 @@ class EvacuateOptions(OnNodes):
         return Settings(names=self.target.names, requirements=self.target.requirements,
                         selector_text=self.target.selector_text, gpu_taint=self.gpu_taint,
                         taint_first=self.taint_first, delete_emptydir_data=self.delete_emptydir_data,
-                        force=self.force, grace_period=self.grace_period, timeout=self.timeout,
+                        force=self.force, allow_job_restart=self.allow_job_restart,
+                        grace_period=self.grace_period, timeout=self.timeout,
                         max_parallel=self.max_parallel, parallel_nodes=self.parallel_nodes,
                         dry_run=self.dry_run, taint_lines_to_err=bool(self.output))
 
@@ -159,6 +163,10 @@ def add_parser(subparsers, parents):
                         help="allow evicting pods with emptyDir volumes (their data is lost)")
     parser.add_argument("--force", action="store_true",
                         help="allow evicting pods that declare no controller (never recreated)")
+    parser.add_argument("--allow-job-restart", action="store_true",
+                        help="allow evicting pods whose operator restarts or fails a whole job "
+                             "when one of its pods goes (training jobs, workflow steps, a Spark "
+                             "driver, a Ray head; docs/design.md lists them)")
     parser.add_argument("--grace-period", type=int, default=-1, metavar="SECONDS",
                         help="termination grace period for evicted pods (-1: each pod's own)")
     parser.add_argument("--timeout", default="10m", metavar="DURATION",

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, Callable, Dict, FrozenSet, Iterable, List, Optional, Sequence, Set, Tuple, cast
 
-from . import claims, gpu, hidden_gpu, landing, maintenance
+from . import claims, gpu, hidden_gpu, landing, maintenance, operators
 from .decisions import BLOCKED as BLOCKED
 from .decisions import MISPLACED_STAYS as MISPLACED_STAYS
 from .decisions import MOVE as MOVE
@@ -41,6 +41,7 @@ from .taints import (
 
 FLAG_EMPTYDIR = "--delete-emptydir-data"
 FLAG_FORCE = "--force"
+FLAG_JOB_RESTART = "--allow-job-restart"
 
 
 @dataclass(frozen=True)
@@ -48,6 +49,7 @@ class PlanOptions:
     managed_taint: Taint
     delete_emptydir_data: bool = False
     force: bool = False
+    allow_job_restart: bool = False     # evict pods whose eviction restarts or fails a whole job
 
 
 def controller_of(pod: Obj) -> Optional[Obj]:
@@ -240,19 +242,6 @@ def gpu_device_mount(pod: Obj, ctx: RuleContext) -> Optional[PodDecision]:
     return _hidden_user(ctx, "gpu-device-mount", hidden_gpu.device_mount_uses(pod))
 
 
-def workload_text(pod: Obj, owner_ref: Optional[Obj]) -> str:
-    """Where a pod's spec is written: a ReplicaSet named ``<name>-<pod-template-hash>`` is a
-    Deployment's (the name says so; the ReplicaSet is not read), else the controller, else
-    the pod itself."""
-    if owner_ref is None:
-        return "the pod itself (it has no controller)"
-    kind, name = owner_ref.get("kind", ""), owner_ref.get("name", "")
-    template_hash = ((pod.get("metadata") or {}).get("labels") or {}).get("pod-template-hash")
-    if kind == "ReplicaSet" and template_hash and name.endswith("-" + template_hash):
-        return f"Deployment/{name[:-len(template_hash) - 1]}"
-    return f"{kind}/{name}"
-
-
 def tolerated(pod: Obj, ctx: RuleContext) -> Optional[PodDecision]:
     """Tolerates the GPU taint but no rule above found it using an accelerator: the taint lets
     it stay, and it is an isolation leak (decisions.LEAKS), warned with the toleration to remove."""
@@ -266,7 +255,7 @@ def tolerated(pod: Obj, ctx: RuleContext) -> Optional[PodDecision]:
     return ctx.decision(STAY, reason, f"tolerates {how} and uses no GPU: an isolation leak",
                         warning=f"isolation leak: pod {ctx.namespace}/{ctx.name} tolerates {how} "
                                 f"and uses no GPU; remove the toleration {shown} from "
-                                f"{workload_text(pod, ctx.owner_ref)}")
+                                f"{operators.workload_text(pod, ctx.owner_ref)}")
 
 
 def asks_for_gpu(pod: Obj, ctx: RuleContext) -> Optional[PodDecision]:
@@ -304,6 +293,10 @@ def gated_or_move(pod: Obj, ctx: RuleContext) -> PodDecision:
     if not ctx.owner_ref and not ctx.options.force:
         gates.append("declares no controller and would not be recreated")
         flags.append(FLAG_FORCE)
+    owner = operators.owner_of(pod, ctx.owner_ref)
+    if owner.known and owner.restarts_job and not ctx.options.allow_job_restart:
+        gates.append(f"evicting it, {owner.known.operator} {owner.known.does} ({owner.name})")
+        flags.append(FLAG_JOB_RESTART)
     if len(matching) > 1:
         names = ", ".join(p.name for p in matching)
         gates.append(f"is matched by several PodDisruptionBudgets ({names}), "
@@ -315,8 +308,11 @@ def gated_or_move(pod: Obj, ctx: RuleContext) -> PodDecision:
                             flags=tuple(flags), pdbs=matching)
     found = ctx.landing
     nodes = found.nodes if found else ()
-    return ctx.decision(MOVE, "not-tolerated", f"does not tolerate {ctx.taint_text}", pdbs=matching,
-                        landing=nodes, warning=_other_gpu_nodes_only(ctx, found))
+    unknown = owner.unknown_warning(f"{ctx.namespace}/{ctx.name}")
+    warnings = [w for w in (_other_gpu_nodes_only(ctx, found), unknown) if w]
+    return ctx.decision(MOVE, "not-tolerated", "; ".join([f"does not tolerate {ctx.taint_text}",
+                                                          *owner.notes]),
+                        pdbs=matching, landing=nodes, warning="; ".join(warnings))
 
 
 def _other_gpu_nodes_only(ctx: RuleContext, found: Optional[landing.Landing]) -> str:

@@ -13,7 +13,7 @@ Behind the fence pods are judged against the fence: a pod that tolerates only th
 effect of the key (not NoSchedule) is evicted, although it could have stayed.
 """
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Tuple
 
 from ..core import planner
@@ -50,9 +50,7 @@ def plan_options_for(node, options) -> planner.PlanOptions:
     """The planner's options for one node: against the fence while it is only fenced."""
     if not needs_seal(node, options):
         return options.plan_options
-    return planner.PlanOptions(fence_for(options.gpu_taint),
-                               delete_emptydir_data=options.delete_emptydir_data,
-                               force=options.force)
+    return replace(options.plan_options, managed_taint=fence_for(options.gpu_taint))
 
 
 def not_sealed(options, why) -> Seal:

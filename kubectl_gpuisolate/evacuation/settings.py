@@ -19,6 +19,7 @@ class Settings:
     taint_first: bool
     delete_emptydir_data: bool
     force: bool
+    allow_job_restart: bool           # evict pods whose eviction restarts or fails a whole job
     grace_period: int                 # -1: each pod's own
     timeout: Optional[float]          # seconds; None: no deadline
     max_parallel: int                 # evictions in flight
@@ -29,4 +30,4 @@ class Settings:
     @property
     def plan_options(self) -> planner.PlanOptions:
         return planner.PlanOptions(self.gpu_taint, delete_emptydir_data=self.delete_emptydir_data,
-                                   force=self.force)
+                                   force=self.force, allow_job_restart=self.allow_job_restart)

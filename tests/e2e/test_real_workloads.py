@@ -149,3 +149,96 @@ def test_without_list_runtimeclasses_a_class_is_judged_by_its_name(gpuisolate, h
     assert len(warnings) == 1 and "judged by its name" in warnings[0], result.stderr
     assert 'cannot list resource "runtimeclasses"' in warnings[0]
     assert verdicts(result, namespace)["triton-runtime"] == ("stay", "gpu-runtime")
+
+
+# -- pods that operators own (core/operators.py) ----------------------------------------------------
+# Minimal CRDs stand for the operators' own; the owners are real objects, so the garbage collector
+# keeps their pods. The pods carry what each operator writes on its pods; their containers are those
+# of the public examples: KubeRay's ray-operator/config/samples/ray-cluster.complete.yaml (image
+# rayproject/ray, labels ray.io/node-type and ray.io/cluster), the Kubeflow training operator's
+# examples/pytorch/simple.yaml (image docker.io/kubeflowkatib/pytorch-mnist:v1beta1-45c5727, labels
+# training.kubeflow.org/job-name and replica-type).
+OPERATOR_CRDS = {("ray.io", "RayCluster", "v1"), ("kubeflow.org", "PyTorchJob", "v1"),
+                 ("example.com", "Widget", "v1")}
+
+
+def crd(group, kind, version):
+    plural = kind.lower() + "s"
+    return {"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+            "metadata": {"name": f"{plural}.{group}"},
+            "spec": {"group": group, "scope": "Namespaced",
+                     "names": {"kind": kind, "plural": plural, "singular": kind.lower()},
+                     "versions": [{"name": version, "served": True, "storage": True, "schema": {
+                         "openAPIV3Schema": {"type": "object",
+                                             "x-kubernetes-preserve-unknown-fields": True}}}]}}
+
+
+def owned_pod(namespace, name, owner, image, labels):
+    ref = {"apiVersion": owner["apiVersion"], "kind": owner["kind"], "name": owner["metadata"]["name"],
+           "uid": owner["metadata"]["uid"], "controller": True, "blockOwnerDeletion": True}
+    return {"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": name, "namespace": namespace, "labels": labels, "ownerReferences": [ref]},
+            "spec": {"affinity": PREFER_GPU_A,     # on the GPU node, free to land elsewhere
+                     "containers": [{"name": "main", "image": image,
+                                     "resources": {"requests": {"cpu": "10m", "memory": "16Mi"}}}]}}
+
+
+@pytest.fixture
+def operator_pods(clean, namespace):
+    clean.apply(*[crd(*c) for c in OPERATOR_CRDS])
+    for group, kind, _ in OPERATOR_CRDS:
+        clean.kubectl("wait", "--for=condition=Established", f"crd/{kind.lower()}s.{group}", "--timeout=60s")
+    try:
+        owners = {}
+        for group, kind, version in OPERATOR_CRDS:
+            clean.apply({"apiVersion": f"{group}/{version}", "kind": kind,
+                         "metadata": {"name": kind.lower(), "namespace": namespace}, "spec": {}})
+            owners[kind] = clean.get_json(kind.lower() + "." + group, kind.lower(), "-n", namespace)
+        ray = {"ray.io/cluster": "raycluster"}
+        pods = [owned_pod(namespace, "ray-head", owners["RayCluster"], "rayproject/ray:2.9.0",
+                          {**ray, "ray.io/node-type": "head"}),
+                owned_pod(namespace, "ray-worker", owners["RayCluster"], "rayproject/ray:2.9.0",
+                          {**ray, "ray.io/node-type": "worker"}),
+                owned_pod(namespace, "torch-worker-0", owners["PyTorchJob"],
+                          "docker.io/kubeflowkatib/pytorch-mnist:v1beta1-45c5727",
+                          {"training.kubeflow.org/job-name": "pytorchjob",
+                           "training.kubeflow.org/replica-type": "worker"}),
+                owned_pod(namespace, "widget-0", owners["Widget"], "busybox", {})]
+        clean.apply(*pods)
+        wait_until("the operators' pods to run on the GPU node", lambda: len([
+            p for p in clean.pods("-n", namespace) if p["status"].get("phase") == "Running"
+            and p["spec"].get("nodeName") == GPU_A]) == len(pods))
+        yield namespace, {p["metadata"]["name"]: p for p in clean.pods("-n", namespace)}, clean
+    finally:
+        for group, kind, _ in OPERATOR_CRDS:
+            clean.kubectl("delete", "crd", f"{kind.lower()}s.{group}", "--ignore-not-found")
+
+
+def test_operator_owned_pods_are_judged_by_their_operator(gpuisolate, operator_pods):
+    namespace, pods, sandbox = operator_pods
+    status = gpuisolate("status", GPU_A, "-o", "json")
+    assert status.returncode == 0, status.stderr
+    document = json.loads(status.stdout)
+    got = {p["name"]: p for node in document["nodes"] for p in node["pods"] if p["namespace"] == namespace}
+    assert {n: (p["verdict"], p["reason"], p["flags"]) for n, p in got.items()} == {
+        "ray-head": ("blocked", "gated", ["--allow-job-restart"]),
+        "ray-worker": ("move", "not-tolerated", []),
+        "torch-worker-0": ("blocked", "gated", ["--allow-job-restart"]),
+        "widget-0": ("move", "not-tolerated", [])}
+    assert "landing judged from the pod itself: RayCluster/raycluster's template is not read" in \
+        got["ray-worker"]["message"]
+    assert "the Kubeflow training operator restarts or fails the whole training job" in \
+        got["torch-worker-0"]["message"]
+    assert "which the plugin does not know" in got["widget-0"]["warning"]
+
+    # Refused as a whole (docs/output.md: exit 9), nothing evicted; then allowed, and evicted.
+    refused = gpuisolate("evacuate", GPU_A, "--taint-first", "--delete-emptydir-data", "--timeout", "3m")
+    assert refused.returncode == 9, refused.stderr
+    assert "--allow-job-restart" in refused.stderr
+    uids = {n: p["metadata"]["uid"] for n, p in pods.items()}
+    assert {p["metadata"]["name"]: p["metadata"]["uid"] for p in sandbox.pods("-n", namespace)} == uids
+    allowed = gpuisolate("evacuate", GPU_A, "--taint-first", "--delete-emptydir-data", "--allow-job-restart",
+                         "--timeout", "3m")
+    assert allowed.returncode == 0, allowed.stderr
+    for name in pods:
+        assert f"evicting pod {namespace}/{name}" in allowed.stderr, name

@@ -34,6 +34,7 @@ from ..factories import (
     pod,
 )
 from .hidden_gpu_cases import HIDDEN_GPU_CASES
+from .operator_cases import OPERATOR_CASES
 
 MANAGED = Taint("nvidia.com/gpu", "true", "NoSchedule")
 EMPTY_DIR = [{"name": "cache", "emptyDir": {}}]
@@ -159,7 +160,8 @@ DECISION_CASES = [
          flags=[FLAG_FORCE]),
     case("daemonset-old-api-version",
          pod(owner_ref=owner("DaemonSet", "ds", api_version="extensions/v1beta1")), MOVE,
-         "not-tolerated"),
+         "not-tolerated", warning="controlled by DaemonSet/ds (extensions/v1beta1), which the plugin "
+                                  "does not know"),
     case("mirror", pod("kube-apiserver-n", "kube-system", owner_ref=owner("Node", GPU_A, "v1"),
                        annotations={"kubernetes.io/config.mirror": "abc"}), STAY, "mirror"),
     case("finished-succeeded", pod(phase="Succeeded", owner_ref=owner("Job", "j", "batch/v1")),
@@ -270,7 +272,7 @@ DECISION_CASES = [
     case("terminating-bare", pod(deleting=True, owner_ref=None, volumes=EMPTY_DIR), WAIT,
          "terminating"),
 ]
-DECISION_CASES += HIDDEN_GPU_CASES
+DECISION_CASES += HIDDEN_GPU_CASES + OPERATOR_CASES
 
 
 @pytest.mark.parametrize("the_pod, kwargs, action, reason, flags, warning, pdb_names, message",
