@@ -71,12 +71,10 @@ _SPARK_EXECUTOR = Known("the Spark driver", RECREATES, "asks for a new executor;
 @dataclass(frozen=True)
 class Owner:
     """What is known of a pod's controller for its eviction."""
-    kind: str                     # the controller's kind ("" for a bare pod)
     name: str                     # Kind/name of who acts, e.g. "RayCluster/rc" or "JobSet/train"
     template_read: bool           # the landing check reads its pod template
     known: Optional[Known] = None  # None: an operator the plugin does not know (or a built-in one)
-
-    api_version: str = ""
+    api_version: str = ""          # the controller's, for the unknown-operator warning
 
     @property
     def restarts_job(self) -> bool:
@@ -105,21 +103,22 @@ def group_of(api_version: str) -> str:
 def owner_of(pod: Obj, ref: Optional[Obj]) -> Owner:
     """The pod's controller ``ref`` (None: a bare pod), as the planner judges its eviction."""
     if ref is None:
-        return Owner("", "", True)
-    kind, group = ref.get("kind", ""), group_of(ref.get("apiVersion", ""))
+        return Owner("", True)
+    kind, api_version = ref.get("kind", ""), ref.get("apiVersion", "")
+    group = group_of(api_version)
     name = f"{kind}/{ref.get('name', '')}"
     meta = pod.get("metadata") or {}
     labels = meta.get("labels") or {}
     if (group, kind) in TEMPLATE_KINDS:
         for label, label_kind, known in LABELS:
             if labels.get(label):
-                return Owner(kind, f"{label_kind}/{labels[label]}", True, known)
-        return Owner(kind, name, True)
+                return Owner(f"{label_kind}/{labels[label]}", True, known)
+        return Owner(name, True)
     if (group, kind) == ("ray.io", "RayCluster") and labels.get("ray.io/node-type") == "head":
-        return Owner(kind, name, False, _RAY_HEAD, ref.get("apiVersion", ""))
+        return Owner(name, False, _RAY_HEAD, api_version)
     if (group, kind) == ("", "Pod") and labels.get("spark-role") == "executor":
-        return Owner(kind, name, False, _SPARK_EXECUTOR, ref.get("apiVersion", ""))
-    return Owner(kind, name, False, KINDS.get((group, kind)), ref.get("apiVersion", ""))
+        return Owner(name, False, _SPARK_EXECUTOR, api_version)
+    return Owner(name, False, KINDS.get((group, kind)), api_version)
 
 
 def workload_text(pod: Obj, owner_ref: Optional[Obj]) -> str:
