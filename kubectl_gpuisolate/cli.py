@@ -20,7 +20,7 @@ from .exits import EXIT_INTERNAL, EXIT_SIGINT, EXIT_SIGTERM, EXIT_USAGE
 from .flags import add_connection_flags
 
 PROG = "kubectl gpuisolate"
-COMMANDS = ("status", "taint", "untaint", "evacuate", "completion", "version")
+COMMANDS = ("status", "taint", "untaint", "evacuate", "guard", "completion", "version")
 
 
 class Parser(RecordingParser):

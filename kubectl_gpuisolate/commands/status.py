@@ -9,8 +9,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ..completion.completers import complete_taint
-from ..core import planner
+from ..core import guard, planner
 from ..core.taints import DEFAULT_TAINT, Taint, parse_taint
+from ..errors import ApiError, Forbidden
 from ..exits import EXIT_FINDINGS, EXIT_OK
 from ..flags import add_output_flag
 from ..output import tables as output
@@ -81,8 +82,9 @@ def run(options: StatusOptions, kube: "KubeApi", io: IO) -> int:
 
     target = options.target
     documented = options.output in ("json", "yaml")
-    with ThreadPoolExecutor(max_workers=2) as early:
+    with ThreadPoolExecutor(max_workers=3) as early:
         pdbs = early.submit(kube.list_pdbs)     # needs no node: read while the nodes are
+        guarding = early.submit(read_guard, kube)
         # The document records which server judged it (core.server_versions); text does not.
         server = early.submit(kube.server_version) if documented else None
         nodes, version, view, listed = find_nodes_and_view(
@@ -92,7 +94,7 @@ def run(options: StatusOptions, kube: "KubeApi", io: IO) -> int:
                             not_older_than=version, pdbs=pdbs, landing_check=True, warn=io.warn,
                             cluster_nodes=listed)
         result = StatusResult(nodes, plans, options.managed_taint, view,
-                              server.result() if server else "")
+                              server.result() if server else "", guarding.result())
     for warning in result.warnings:
         io.warn(warning)
     owners.warn_pools(nodes, "persist the GPU taint in", io.warn)
@@ -102,6 +104,16 @@ def run(options: StatusOptions, kube: "KubeApi", io: IO) -> int:
         io.out.write(render_text(result, wide=options.output == "wide",
                                  all_pods=options.all_pods or options.output == "wide"))
     return EXIT_FINDINGS if options.exit_code and findings(plans, options.strict) else EXIT_OK
+
+
+def read_guard(kube: "KubeApi") -> guard.GuardState:
+    """The guard's binding, one GET; a role without the guard's optional rule cannot say."""
+    try:
+        return guard.state_of(kube.get_admission_object(guard.BINDING, guard.NAME))
+    except Forbidden:
+        return guard.GuardState(guard.UNKNOWN, why="no permission")
+    except ApiError as exc:
+        return guard.GuardState(guard.UNKNOWN, why=f"HTTP {exc.status}")
 
 
 def findings(plans, strict=False):

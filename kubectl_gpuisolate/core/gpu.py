@@ -16,12 +16,13 @@ DEFAULT_SELECTION = "the GPU-node rules (docs/design.md)"
 
 # Device-plugin resource names of accelerators (platforms.md §1, §3): any NVIDIA name (gpu,
 # gpu.shared, mig-*, vGPU and custom names), AMD, Intel, Habana, AWS Neuron, Google TPU.
-_EXACT = {"google.com/tpu"}
-_PREFIXES = ("nvidia.com/", "amd.com/", "gpu.intel.com/", "habana.ai/", "aws.amazon.com/neuron")
+# The guard (core/guard.py) writes the same two tables into its admission policy.
+ACCELERATOR_RESOURCES = ("google.com/tpu",)
+ACCELERATOR_PREFIXES = ("nvidia.com/", "amd.com/", "gpu.intel.com/", "habana.ai/", "aws.amazon.com/neuron")
 
 
 def is_gpu_resource(name: str) -> bool:
-    return name in _EXACT or name.startswith(_PREFIXES)
+    return name in ACCELERATOR_RESOURCES or name.startswith(ACCELERATOR_PREFIXES)
 
 
 def _quantity(value: object) -> int:
@@ -88,6 +89,15 @@ def accelerator_capacity(node: Obj) -> Optional[NodeSignal]:
     return None
 
 
+@dataclass(frozen=True)
+class NodeLabel:
+    """A label that marks GPU nodes: any value (``value`` ""), that value, or a count > 0.  The
+    label rules carry theirs as ``rule.labels``; the guard names GPU nodes by them."""
+    key: str
+    value: str = ""
+    count: bool = False
+
+
 def _label_rule(code: str, key: str, platform: str, *, value: str = "",
                 count: bool = False) -> Callable[[Obj], Optional[NodeSignal]]:
     """A rule on one label: present (any value), equal to ``value``, or a count > 0."""
@@ -97,6 +107,7 @@ def _label_rule(code: str, key: str, platform: str, *, value: str = "",
             return None
         return NodeSignal(code, f"labelled {key}={found} ({platform})")
     rule.__name__ = code.replace("-", "_")
+    rule.labels = (NodeLabel(key, value, count),)        # type: ignore[attr-defined]
     return rule
 
 
@@ -122,11 +133,20 @@ def nfd_pci_label(node: Obj) -> Optional[NodeSignal]:
     return None
 
 
+gpu_operator_label.labels = (NodeLabel(GPU_PRESENT_LABEL, "true"),)          # type: ignore[attr-defined]
+nfd_pci_label.labels = tuple(NodeLabel(key, "true") for key in NFD_PCI_LABELS)  # type: ignore[attr-defined]
+
+
 NodeRule = Callable[[Obj], Optional[NodeSignal]]
 NODE_RULES: Tuple[NodeRule, ...] = (
     gpu_operator_label, accelerator_capacity, gke_accelerator_label, aks_accelerator_label,
     aks_legacy_accelerator_label, karpenter_gpu_count, eks_auto_gpu_count, aks_nap_gpu_count,
     nfd_pci_label)
+
+
+def node_labels() -> Tuple[NodeLabel, ...]:
+    """Every label the rules read (accelerator capacity is not a label)."""
+    return tuple(label for rule in NODE_RULES for label in getattr(rule, "labels", ()))
 
 
 def node_signal(node: Obj) -> NodeSignal:

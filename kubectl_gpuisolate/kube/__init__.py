@@ -2,7 +2,8 @@
 
 It owns: turning the selected kubeconfig context into a TLS connection and
 credentials, JSON requests with bounded retries for safe calls, paginated
-lists, resourceVersion-guarded node patches, evictions, watches and Events on pods.  Objects
+lists, resourceVersion-guarded node patches, evictions, watches, Events on pods and the
+guard's admission policy (``policies``, a mixin of ``Kube``).  Objects
 stay plain JSON dicts: decoding tens of thousands of pods into client model
 objects is what makes Python tools slow at scale.
 
@@ -84,7 +85,7 @@ class KubeApi(Protocol):
     def server_version(self) -> str: ...
 
     def can_i(self, verb: str, resource: str, *, group: str = "", subresource: str = "",
-              namespace: str = "") -> Optional[bool]: ...
+              namespace: str = "", name: str = "") -> Optional[bool]: ...
 
     def evict(self, namespace: str, name: str, uid: str, *, grace_period: Optional[int],
               dry_run: DryRun, resource_version: Optional[str] = None) -> None: ...
@@ -99,6 +100,17 @@ class KubeApi(Protocol):
                      type_: str) -> None: ...
 
     def pause(self, seconds: float) -> None: ...
+
+    # the guard's (kube/policies.py)
+    def get_admission_object(self, kind: str, name: str) -> Optional[Obj]: ...
+
+    def apply_admission_object(self, obj: Obj, *, dry_run: DryRun) -> Obj: ...
+
+    def list_admission_objects(self, kind: str, label_selector: str) -> List[Obj]: ...
+
+    def delete_admission_object(self, kind: str, name: str, uid: str, *, dry_run: DryRun) -> None: ...
+
+    def list_namespace_names(self) -> List[str]: ...
 
 
 __all__ = ["Kube", "KubeApi", "Obj", "connect"]

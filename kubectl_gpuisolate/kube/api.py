@@ -29,6 +29,7 @@ from ..errors import (
     TooManyRequests,
 )
 from . import essentials
+from .policies import AdmissionPolicies
 from .retry import NODE_WRITES
 from .transport import USER_AGENT, Transport, retryable
 
@@ -46,9 +47,11 @@ COMPONENT = "kubectl-gpuisolate"          # an Event's source.component and repo
 FIELD_MANAGER = USER_AGENT.split("/", 1)[0]
 
 
-class Kube:
+class Kube(AdmissionPolicies):
     """The API calls of the plugin, on one connection (``transport``).  ``sleep`` and ``rng``
-    are the clock and jitter of the node-write retries."""
+    are the clock and jitter of the node-write retries.  The guard's calls are the mixin's."""
+
+    field_manager = FIELD_MANAGER           # named explicitly only by server-side apply
 
     def __init__(self, transport, *, sleep=time.sleep, rng=random):
         self._transport = transport
@@ -251,10 +254,11 @@ class Kube:
         except ApiNotFound:
             return None
 
-    def can_i(self, verb, resource, *, group="", subresource="", namespace=""):
+    def can_i(self, verb, resource, *, group="", subresource="", namespace="", name=""):
         """A SelfSubjectAccessReview: True or False, or None when the server cannot say."""
         attributes = {"verb": verb, "group": group, "resource": resource}
-        attributes.update({k: v for k, v in (("subresource", subresource), ("namespace", namespace)) if v})
+        attributes.update({k: v for k, v in (("subresource", subresource), ("namespace", namespace),
+                                             ("name", name)) if v})
         body = {"apiVersion": "authorization.k8s.io/v1", "kind": "SelfSubjectAccessReview",
                 "spec": {"resourceAttributes": attributes}}
         try:

@@ -7,7 +7,7 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import List, Optional
 
-from ..core import gpu, managers, planner
+from ..core import gpu, guard, managers, planner
 from ..core.taints import Taint, gpu_taints_on
 from . import tables as output
 
@@ -23,6 +23,13 @@ class StatusResult:
     taint: Taint                      # the managed taint (--gpu-taint)
     view: Optional[List[dict]] = None   # the nodes of the first table (default: ``nodes``)
     server_version: str = ""            # GET /version's gitVersion (json/yaml only)
+    guard_state: Optional[guard.GuardState] = None   # None: not read (then not shown)
+
+    @property
+    def would_reject(self):
+        """The running pods the guard would have rejected (commands/guard.py)."""
+        leaks = [(d.namespace, d.name) for p in self.plans for d in p.leaks]
+        return guard.would_reject(leaks, self.guard_state) if self.guard_state else []
 
     @property
     def view_nodes(self):
@@ -99,7 +106,30 @@ def render_text(result, *, wide=False, all_pods=True):
             [[p.namespace, p.name, p.disruptions_allowed, p.current_healthy, p.desired_healthy,
               f"never allows an eviction: {p.never_allows}" if p.never_allows
               else "allows no eviction now"] for p in blockers]))
+    parts.append(_guard_text(result))
     return "".join(parts)
+
+
+def _guard_text(result):
+    state = result.guard_state
+    if state is None:
+        return ""
+    if state.mode == guard.UNKNOWN:
+        head = f"unknown ({state.why})"
+    elif state.mode == guard.ABSENT:
+        head = "absent ('kubectl gpuisolate guard' keeps new leaks off the GPU nodes)"
+    else:
+        head = f"{state.mode} (exempt namespaces: {', '.join(state.exempt) or 'none'})"
+    pods = result.would_reject
+    rejected = (f"; {len(pods)} running pod{'s' if len(pods) != 1 else ''} it would reject: "
+                f"{', '.join(pods)}" if pods else "")
+    return f"\nguard: {head}{rejected}\n"
+
+
+def _guard_doc(result):
+    state = result.guard_state
+    return {"mode": state.mode, "exemptNamespaces": list(state.exempt), "wouldReject": result.would_reject,
+            **({"why": state.why} if state.why else {})}
 
 
 def _pdb_doc(pdb):
@@ -147,4 +177,5 @@ def to_document(result):
             "taint": str(result.taint),
             "nodes": [_node_doc(node, plan) for node, plan in zip(result.nodes, result.plans)],
             "pdbBlockers": [_pdb_doc(p) for p in planner.pdb_blockers(result.plans)],
+            **({"guard": _guard_doc(result)} if result.guard_state else {}),
             "warnings": result.warnings}

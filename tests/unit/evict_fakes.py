@@ -259,6 +259,11 @@ class FakeCluster:
         self.on_pause = None
         self.events = {}
         self.lock = threading.RLock()
+        self.admission = {}                 # the guard's objects: {(kind, name): object}
+        self.admission_error = None         # raised by each of the guard's calls
+        self.namespaces = None              # list_namespace_names: these, or an ApiError to raise
+        self.permissions = {}               # can_i: {(verb, resource): bool}; others True
+        self.version = "v1.33.5"
 
     def list_nodes(self, selector=None, *, limit=None, retry=True):
         return [json.loads(json.dumps(n)) for n in self.nodes.values()]
@@ -322,7 +327,9 @@ class FakeCluster:
                     if not p["spec"].get("nodeName")
                     and (p.get("status") or {}).get("phase") == "Pending"]
 
-    def can_i(self, verb, resource, *, group="", subresource="", namespace=""):
+    def can_i(self, verb, resource, *, group="", subresource="", namespace="", name=""):
+        if (verb, resource) in self.permissions:
+            return self.permissions[(verb, resource)]
         return True
 
     def get_controller(self, namespace, kind, name):
@@ -345,7 +352,41 @@ class FakeCluster:
         return self.resource_claims.get((namespace, name))
 
     def server_version(self):
-        return "v1.33.5"
+        return self.version
+
+    # -- the guard's calls ---------------------------------------------------------------------------
+    def _admission_check(self):
+        if self.admission_error:
+            raise self.admission_error
+
+    def get_admission_object(self, kind, name):
+        self._admission_check()
+        found = self.admission.get((kind, name))
+        return json.loads(json.dumps(found)) if found else None
+
+    def apply_admission_object(self, obj, *, dry_run):
+        self._admission_check()
+        self.log.append(("apply", obj["kind"], dry_run.value))
+        if dry_run is DryRun.NONE:
+            self.admission[(obj["kind"], obj["metadata"]["name"])] = json.loads(json.dumps(obj))
+        return obj
+
+    def list_admission_objects(self, kind, label_selector):
+        self._admission_check()
+        wanted = dict(pair.split("=") for pair in label_selector.split(","))
+        return [o for (k, _), o in self.admission.items()
+                if k == kind and wanted.items() <= (o["metadata"].get("labels") or {}).items()]
+
+    def delete_admission_object(self, kind, name, uid, *, dry_run):
+        self._admission_check()
+        self.log.append(("delete", kind, dry_run.value))
+        if dry_run is DryRun.NONE:
+            self.admission.pop((kind, name), None)
+
+    def list_namespace_names(self):
+        if isinstance(self.namespaces, Exception):
+            raise self.namespaces
+        return list(self.namespaces or ())
 
     def list_pdbs(self):
         return list(self.pdbs)

@@ -13,7 +13,7 @@ TOP_MODULES = ("__init__.py", "__main__.py", "cli.py", "interrupts.py", "errors.
                "flags.py")
 # kube/ from the bottom up: each module may use only the ones before it.
 KUBE_LAYERS = ("yamlite", "config", "rules", "x509", "exec_plugin", "auth", "proxy", "retry", "trace",
-               "transport", "essentials", "api", "nodes", "gather")
+               "transport", "essentials", "policies", "api", "nodes", "gather")
 # The standard library the pure core may use: no files, clock, threads, processes or sockets.
 CORE_STDLIB = {"re", "typing", "dataclasses", "enum", "collections", "functools", "itertools",
                "math", "fractions", "decimal"}

@@ -75,6 +75,8 @@ STATUS = {
                      "currentHealthy": int, "desiredHealthy": int, "expectedPods": int,
                      "neverAllows": NULLABLE_STR}],
     "warnings": [str],
+    "guard": Optional({"mode": OneOf("absent", "unknown", "Warn", "Audit", "Deny"),
+                       "exemptNamespaces": [str], "wouldReject": [str], "why": Optional(str)}),
 }
 
 SEAL = {"applied": bool, "taint": str, "fence": str, "fenceRemoved": bool, "note": str,
@@ -213,6 +215,9 @@ def test_the_status_samples_reach_every_key_of_the_schema():
     for argv in ([], [GPU_B, "cpu-1"]):
         check_status(json.loads(run_command(status_cluster(), "status", *argv, "-o", "json")[1]),
                      seen)
+    unreadable = status_cluster()                    # the guard's "why": a role without its rule
+    unreadable.admission_error = RBAC_403
+    check_status(json.loads(run_command(unreadable, "status", "-o", "json")[1]), seen)
     assert paths(STATUS, "$") - seen == set()
 
 

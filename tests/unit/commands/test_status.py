@@ -192,4 +192,5 @@ def test_a_node_with_nothing_to_attend_to_is_one_line():
     sections = out.split("\n\n", 1)[1]
     assert sections.strip().splitlines() == [
         f"node/{GPU_A}: 2 GPU, GPU taint nvidia.com/gpu=true:NoSchedule; signal gpu-operator-label; "
-        "2 pods: 0 would move, 2 stay (1 daemonset, 1 gpu-request)"]
+        "2 pods: 0 would move, 2 stay (1 daemonset, 1 gpu-request)",
+        "", "guard: absent ('kubectl gpuisolate guard' keeps new leaks off the GPU nodes)"]

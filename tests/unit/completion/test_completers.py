@@ -30,7 +30,8 @@ CONNECTION = {"--kubeconfig": complete_files, "--context": complete_contexts,
 NODE_COMMAND = dict(CONNECTION, NODE=complete_nodes, **{"--gpu-taint": complete_taint})
 ATTACHED = {"": CONNECTION, "status": NODE_COMMAND, "taint": NODE_COMMAND, "untaint": NODE_COMMAND,
             # evacuate's --taint is an action of its own (its bare form is the deprecated --taint-first)
-            "evacuate": dict(NODE_COMMAND, **{"--taint": complete_taint}), "completion": {}, "version": {}}
+            "evacuate": dict(NODE_COMMAND, **{"--taint": complete_taint}),
+            "guard": dict(CONNECTION, **{"--gpu-taint": complete_taint}), "completion": {}, "version": {}}
 
 
 def attached(command_line):

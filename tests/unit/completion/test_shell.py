@@ -67,7 +67,7 @@ def kubectl_complete(env, *args):
 def test_kubectl_calls_the_helper_for_subcommands(env):
     lines, directive = kubectl_complete(env, "")
     assert [line.split("\t")[0] for line in lines] == [
-        "status", "taint", "untaint", "evacuate", "completion", "version"]
+        "status", "taint", "untaint", "evacuate", "guard", "completion", "version"]
     assert directive == ":4"
     assert kubectl_complete(env, "unt") == (["untaint\tremove the GPU taint from the GPU nodes"], ":4")
 
@@ -132,7 +132,7 @@ def test_bash_with_the_printed_script(env):
     assert result.returncode == 0, result.stderr
     assert result.stdout.splitlines() == [
         "status |",
-        "status|taint|untaint|evacuate|completion|version|",
+        "status|taint|untaint|evacuate|guard|completion|version|",
         "--exit-code |",
         "dev|prod-gpu|",
         "NoSchedule|NoExecute|",  # bash breaks words at ':' (COMP_WORDBREAKS)
