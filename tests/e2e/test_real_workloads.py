@@ -3,16 +3,21 @@ subset): GPU users that ask for no GPU (core/hidden_gpu.py) stay, warned, and `e
 every one of them by UID while it moves a plain pod beside them; pods the taint lets in that use
 no GPU stay too, as isolation leaks that `status --strict` exits 1 for.
 
-The pod specs follow public manifests, cut to what the planner reads:
-- RuntimeClass `nvidia` (handler `nvidia`) and a pod naming it without a GPU request: the NVIDIA
-  GPU Operator's and k8s-device-plugin's documented setup (github.com/NVIDIA/k8s-device-plugin,
-  README.md, "Enabling GPU Support in Kubernetes"; gpu-operator's RuntimeClass `nvidia`);
-- `NVIDIA_VISIBLE_DEVICES=all` in a container's environment, no request: the pattern of NVIDIA's
-  monitoring images (dcgm-exporter's `env`) and of Helm charts that pass the GPUs through the
-  container toolkit rather than the device plugin;
-- `cdi.k8s.io/<name>` annotations: the CDI specification's Kubernetes annotation
-  (github.com/cncf-tags/container-device-interface, SPEC.md);
-- a hostPath of `/dev/nvidia0`: node agents' and hand-written pods' direct device mounts.
+The pod specs follow public manifests, cut to what the planner reads (repository, path, tag; read
+at that tag):
+- RuntimeClass `nvidia` (handler `nvidia`) and a pod naming it without a GPU request:
+  NVIDIA/k8s-device-plugin, README.md (lines 104-113), v0.20.0; the GPU Operator writes the same
+  (NVIDIA/gpu-operator v26.7.0, with `nvidia-cdi` and `nvidia-legacy` beside it);
+- `NVIDIA_VISIBLE_DEVICES=all` (and NVIDIA_DRIVER_CAPABILITIES=compute,utility) in a container's env
+  with no GPU request: NVIDIA/k8s-device-plugin,
+  deployments/helm/nvidia-device-plugin/templates/daemonset-device-plugin.yml (lines 202-205, and
+  values.yaml `resources: {}`), v0.20.0; dcgm-exporter bakes the same into its image
+  (NVIDIA/dcgm-exporter, docker/Dockerfile, 4.5.3-4.8.2);
+- `cdi.k8s.io/<name>` annotations: cncf-tags/container-device-interface, pkg/cdi/annotations.go
+  (`AnnotationPrefix = "cdi.k8s.io/"`; the value a comma-separated list of device names), v1.1.0;
+  the spec's SPEC.md does not name the prefix;
+- a hostPath of `/dev/nvidia0`: node agents' and hand-written pods' direct device mounts (no
+  upstream example: the shape the device-node table in core/hidden_gpu.py names).
 """
 import json
 
@@ -153,19 +158,38 @@ def test_without_list_runtimeclasses_a_class_is_judged_by_its_name(gpuisolate, h
 
 # -- pods that operators own (core/operators.py) ----------------------------------------------------
 # Minimal CRDs stand for the operators' own; the owners are real objects, so the garbage collector
-# keeps their pods. The pods carry what each operator writes on its pods; their containers are those
-# of the public examples: KubeRay's ray-operator/config/samples/ray-cluster.complete.yaml (image
-# rayproject/ray, labels ray.io/node-type and ray.io/cluster), the Kubeflow training operator's
-# examples/pytorch/simple.yaml (image docker.io/kubeflowkatib/pytorch-mnist:v1beta1-45c5727, labels
-# training.kubeflow.org/job-name and replica-type).
+# keeps their pods. The pods carry what each operator writes on its pods (its controller reference
+# and labels); their containers are those of the public examples, read at the tags named:
+# - ray-project/kuberay v1.7.0: ray-operator/config/samples/ray-cluster.complete.yaml (head and
+#   worker image rayproject/ray:2.52.0); the labels ray.io/cluster and ray.io/node-type (head,
+#   worker) from ray-operator/controllers/ray/utils/constant.go, set in common/pod.go labelPod;
+# - kubeflow/training-operator v1.9.0: examples/pytorch/simple.yaml (PyTorchJob kubeflow.org/v1,
+#   image docker.io/kubeflowkatib/pytorch-mnist:v1beta1-45c5727); the labels
+#   training.kubeflow.org/job-name and replica-type (lowercased) from
+#   pkg/apis/kubeflow.org/v1/common_types.go, set in pkg/controller.v1/common/pod.go;
+# - argoproj/argo-workflows v4.1.2: examples/hello-world.yaml (Workflow argoproj.io/v1alpha1, image
+#   busybox); the label workflows.argoproj.io/workflow from workflow/common/common.go, set with the
+#   Workflow as controller in workflow/controller/workflowpod.go;
+# - kubeflow/spark-operator v2.5.2: examples/spark-pi.yaml (SparkApplication
+#   sparkoperator.k8s.io/v1beta2, image docker.io/apache/spark:4.0.4); spark-role driver/executor
+#   and sparkoperator.k8s.io/app-name from pkg/common/spark.go; an executor's controller is its
+#   driver Pod (Spark 4.0.0, BasicExecutorFeatureStep.scala);
+# - kubernetes-sigs/lws v0.10.0: config/samples/leaderworkerset_v1_leaderworkerset.yaml (image
+#   nginxinc/nginx-unprivileged:1.27); leaderworkerset.sigs.k8s.io/name and worker-index from
+#   api/leaderworkerset/v1/leaderworkerset_types.go, on the pods of its StatefulSets (a real one
+#   here, so the landing check reads its template).
 OPERATOR_CRDS = {("ray.io", "RayCluster", "v1"), ("kubeflow.org", "PyTorchJob", "v1"),
+                 ("argoproj.io", "Workflow", "v1alpha1"),
+                 ("sparkoperator.k8s.io", "SparkApplication", "v1beta2"),
                  ("example.com", "Widget", "v1")}
 
 
 def crd(group, kind, version):
     plural = kind.lower() + "s"
     return {"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
-            "metadata": {"name": f"{plural}.{group}"},
+            "metadata": {"name": f"{plural}.{group}", **({"annotations": {
+                # *.k8s.io groups are protected: the API wants a reviewed API, or to be told it is not.
+                "api-approved.kubernetes.io": "unapproved, an e2e stand-in"}} if group.endswith("k8s.io") else {})},
             "spec": {"group": group, "scope": "Namespaced",
                      "names": {"kind": kind, "plural": plural, "singular": kind.lower()},
                      "versions": [{"name": version, "served": True, "storage": True, "schema": {
@@ -183,6 +207,18 @@ def owned_pod(namespace, name, owner, image, labels):
                                      "resources": {"requests": {"cpu": "10m", "memory": "16Mi"}}}]}}
 
 
+def leader_statefulset(namespace):
+    """A LeaderWorkerSet's leader StatefulSet as its controller writes it (the LWS itself left out)."""
+    labels = {"leaderworkerset.sigs.k8s.io/name": "lws", "leaderworkerset.sigs.k8s.io/worker-index": "0"}
+    return {"apiVersion": "apps/v1", "kind": "StatefulSet",
+            "metadata": {"name": "lws", "namespace": namespace},
+            "spec": {"replicas": 1, "serviceName": "lws", "selector": {"matchLabels": labels},
+                     "template": {"metadata": {"labels": labels}, "spec": {
+                         "affinity": PREFER_GPU_A, "terminationGracePeriodSeconds": 0,
+                         "containers": [{"name": "nginx", "image": "nginxinc/nginx-unprivileged:1.27",
+                                         "resources": {"requests": {"cpu": "10m", "memory": "16Mi"}}}]}}}}
+
+
 @pytest.fixture
 def operator_pods(clean, namespace):
     clean.apply(*[crd(*c) for c in OPERATOR_CRDS])
@@ -195,19 +231,29 @@ def operator_pods(clean, namespace):
                          "metadata": {"name": kind.lower(), "namespace": namespace}, "spec": {}})
             owners[kind] = clean.get_json(kind.lower() + "." + group, kind.lower(), "-n", namespace)
         ray = {"ray.io/cluster": "raycluster"}
-        pods = [owned_pod(namespace, "ray-head", owners["RayCluster"], "rayproject/ray:2.9.0",
+        pods = [owned_pod(namespace, "ray-head", owners["RayCluster"], "rayproject/ray:2.52.0",
                           {**ray, "ray.io/node-type": "head"}),
-                owned_pod(namespace, "ray-worker", owners["RayCluster"], "rayproject/ray:2.9.0",
+                owned_pod(namespace, "ray-worker", owners["RayCluster"], "rayproject/ray:2.52.0",
                           {**ray, "ray.io/node-type": "worker"}),
                 owned_pod(namespace, "torch-worker-0", owners["PyTorchJob"],
                           "docker.io/kubeflowkatib/pytorch-mnist:v1beta1-45c5727",
                           {"training.kubeflow.org/job-name": "pytorchjob",
                            "training.kubeflow.org/replica-type": "worker"}),
+                owned_pod(namespace, "hello-world-step", owners["Workflow"], "busybox",
+                          {"workflows.argoproj.io/workflow": "workflow",
+                           "workflows.argoproj.io/completed": "false"}),
+                owned_pod(namespace, "spark-pi-driver", owners["SparkApplication"],
+                          "docker.io/apache/spark:4.0.4",
+                          {"spark-role": "driver", "sparkoperator.k8s.io/app-name": "spark-pi"}),
                 owned_pod(namespace, "widget-0", owners["Widget"], "busybox", {})]
-        clean.apply(*pods)
+        clean.apply(*pods, leader_statefulset(namespace))
+        driver = clean.get_json("pod", "spark-pi-driver", "-n", namespace)
+        clean.apply(owned_pod(namespace, "spark-pi-exec-1", driver, "docker.io/apache/spark:4.0.4",
+                              {"spark-role": "executor", "sparkoperator.k8s.io/app-name": "spark-pi"}))
+        count = len(pods) + 2             # and the executor and the LeaderWorkerSet's leader, lws-0
         wait_until("the operators' pods to run on the GPU node", lambda: len([
             p for p in clean.pods("-n", namespace) if p["status"].get("phase") == "Running"
-            and p["spec"].get("nodeName") == GPU_A]) == len(pods))
+            and p["spec"].get("nodeName") == GPU_A]) == count)
         yield namespace, {p["metadata"]["name"]: p for p in clean.pods("-n", namespace)}, clean
     finally:
         for group, kind, _ in OPERATOR_CRDS:
@@ -224,12 +270,20 @@ def test_operator_owned_pods_are_judged_by_their_operator(gpuisolate, operator_p
         "ray-head": ("blocked", "gated", ["--allow-job-restart"]),
         "ray-worker": ("move", "not-tolerated", []),
         "torch-worker-0": ("blocked", "gated", ["--allow-job-restart"]),
+        "hello-world-step": ("blocked", "gated", ["--allow-job-restart"]),
+        "spark-pi-driver": ("blocked", "gated", ["--allow-job-restart"]),
+        "spark-pi-exec-1": ("move", "not-tolerated", []),
+        "lws-0": ("blocked", "gated", ["--allow-job-restart"]),
         "widget-0": ("move", "not-tolerated", [])}
     assert "landing judged from the pod itself: RayCluster/raycluster's template is not read" in \
         got["ray-worker"]["message"]
     assert "the Kubeflow training operator restarts or fails the whole training job" in \
         got["torch-worker-0"]["message"]
     assert "which the plugin does not know" in got["widget-0"]["warning"]
+    assert "Argo Workflows fails the workflow step" in got["hello-world-step"]["message"]
+    assert "the Spark operator fails the Spark application" in got["spark-pi-driver"]["message"]
+    assert "the Spark driver asks for a new executor" in got["spark-pi-exec-1"]["message"]
+    assert "LeaderWorkerSet recreates the whole group" in got["lws-0"]["message"]
 
     # Refused as a whole (docs/output.md: exit 9), nothing evicted; then allowed, and evicted.
     refused = gpuisolate("evacuate", GPU_A, "--taint-first", "--delete-emptydir-data", "--timeout", "3m")

@@ -3,6 +3,7 @@ Python twin (``rejects``) agrees with the planner on every pod shape of the plan
 tests/e2e/test_guard.py holds the twin to the API server's own verdicts on the same shapes."""
 
 import json
+import re
 
 import pytest
 
@@ -159,7 +160,8 @@ def required(term):
     ({"affinity": {"nodeAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [{"weight": 1,
         "preference": {"matchExpressions": [{"key": "kubernetes.io/hostname", "operator": "In",
                                              "values": [GPU_A]}]}}]}}}, None),
-], ids=lambda v: json.dumps(v)[:60] if isinstance(v, dict) else str(v))
+], ids=lambda v: "-".join(re.findall(r"[A-Za-z0-9]+", json.dumps(v)))[:60] if isinstance(v, dict)
+    else str(v))
 def test_what_the_guard_rejects(changes, expected):
     the_pod = pod(node_name=None, tolerations=[])
     the_pod["spec"].pop("nodeName")
