@@ -100,7 +100,7 @@ def planner_cases():
         yield pytest.param(the_pod, kwargs, reason, id=case.id)
 
 
-@pytest.mark.parametrize("the_pod, kwargs, reason", planner_cases())
+@pytest.mark.parametrize("the_pod, kwargs, reason", list(planner_cases()))   # a list: collected twice
 def test_the_guard_agrees_with_the_planner(the_pod, kwargs, reason):
     """A GPU user passes; a leak is rejected as tolerating; a DaemonSet or mirror pod passes; any
     other pod that names a GPU node (the cases' pods run on GPU A) is rejected as naming it."""
@@ -155,6 +155,20 @@ def required(term):
      guard.NAMES_NODE),
     (required({"matchFields": [{"key": "metadata.name", "operator": "In", "values": [GPU_A]}]}),
      guard.NAMES_NODE),
+    (required({"matchFields": [{"key": "metadata.name", "operator": "NotIn", "values": [GPU_A]}]}), None),
+    (required({"matchFields": [{"key": "metadata.uid", "operator": "In", "values": [GPU_A]}]}), None),
+    (required({"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["cpu-1"]}]}), None),
+    (required({"matchExpressions": [{"key": "nvidia.com/gpu.present", "operator": "In",
+                                     "values": ["false", "true"]}]}), guard.NAMES_NODE),
+    (required({"matchExpressions": [{"key": "kubernetes.io/hostname", "operator": "In",
+                                     "values": [GPU_B]}]}), guard.NAMES_NODE),
+    (required({"matchExpressions": [{"key": "kubernetes.io/hostname", "operator": "In",
+                                     "values": ["cpu-1"]}]}), None),
+    (required({"matchExpressions": [{"key": "kubernetes.io/hostname", "operator": "Exists"}]}), None),
+    (required({"matchExpressions": [{"key": "nvidia.com/gpu.present", "operator": "In",
+                                     "values": ["false"]}]}), None),
+    ({"nodeSelector": {"kubernetes.io/hostname": "cpu-1"}}, None),
+    ({"nodeSelector": {"app": GPU_A}}, None),
     (required({"matchExpressions": [{"key": "nvidia.com/gpu.present", "operator": "NotIn",
                                      "values": ["true"]}]}), None),
     ({"affinity": {"nodeAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [{"weight": 1,
