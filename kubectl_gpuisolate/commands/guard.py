@@ -12,7 +12,7 @@ from ..completion.completers import complete_taint
 from ..core import gpu, guard, hidden_gpu
 from ..core.dryrun import DryRun
 from ..core.taints import DEFAULT_TAINT, Taint, parse_taint
-from ..errors import ApiError, AuthError, Forbidden
+from ..errors import ApiError, AuthError
 from ..exits import EXIT_OK
 from ..flags import ConnectionOptions, add_dry_run_flag, add_output_flag, connection_options, parse_dry_run
 from ..output import guard as output
@@ -34,7 +34,6 @@ EXAMPLES = """examples:
   # Delete what guard wrote
   kubectl gpuisolate guard --remove
 """
-GROUP = "admissionregistration.k8s.io"
 
 
 @dataclass(frozen=True)
@@ -126,11 +125,11 @@ def exempt_namespaces(given: Tuple[str, ...], kube: "KubeApi", io: IO) -> Tuple[
 def check_permission(kube: "KubeApi", verbs: Tuple[str, ...]) -> None:
     """One line naming the first verb the role lacks, before anything is written (asked for the
     guard's objects by name: a role may grant just those)."""
-    for plural in ("validatingadmissionpolicies", "validatingadmissionpolicybindings"):
+    for plural in guard.PLURALS.values():
         for verb in verbs:
-            if kube.can_i(verb, plural, group=GROUP, name="" if verb == "list" else guard.NAME) is False:
-                raise AuthError(f"cannot {verb} {plural}.{GROUP}: the guard needs it (rbac/clusterrole.yaml, "
-                                "the optional guard rule)")
+            if kube.can_i(verb, plural, group=guard.GROUP, name="" if verb == "list" else guard.NAME) is False:
+                raise AuthError(f"cannot {verb} {plural}.{guard.GROUP}: the guard needs it "
+                                "(rbac/clusterrole.yaml, the optional guard rule)")
 
 
 def write(kube: "KubeApi", obj: dict, dry_run: DryRun, lines) -> dict:
@@ -157,12 +156,9 @@ def _same(before: dict, after: dict) -> bool:
 def remove(options: GuardOptions, kube: "KubeApi", io: IO) -> int:
     if options.dry_run is not DryRun.CLIENT:
         check_permission(kube, ("list", "delete"))
-    found = []
-    try:
-        for kind in (guard.BINDING, guard.POLICY):          # the binding first: then nothing is judged
-            found += [(kind, o) for o in kube.list_admission_objects(kind, guard.LABEL_SELECTOR)]
-    except Forbidden as exc:
-        raise AuthError(str(exc)) from None
+    # The binding first: a binding left without its policy would make the server warn on each pod.
+    found = [(kind, o) for kind in (guard.BINDING, guard.POLICY)
+             for o in kube.list_admission_objects(kind, guard.LABEL_SELECTOR)]
     if not found:
         io.err.write(output.render_none_found())
     for kind, obj in found:

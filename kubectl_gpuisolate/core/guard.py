@@ -21,8 +21,10 @@ from .planner import is_daemonset_pod, is_mirror_pod
 from .taints import Taint, tolerates
 
 NAME = "gpuisolate-guard"            # the policy's and the binding's name
-API_VERSION = "admissionregistration.k8s.io/v1"
+GROUP = "admissionregistration.k8s.io"
+API_VERSION = f"{GROUP}/v1"
 POLICY, BINDING = "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding"
+PLURALS = {POLICY: "validatingadmissionpolicies", BINDING: "validatingadmissionpolicybindings"}
 MODES = ("Warn", "Audit", "Deny")    # the binding's validationActions, one at a time
 DEFAULT_MODE = "Warn"                # nothing breaks on day one
 MIN_SERVER = (1, 30)                 # admissionregistration.k8s.io/v1 serves the policies

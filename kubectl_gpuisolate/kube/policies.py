@@ -8,12 +8,11 @@ A mixin of ``Kube`` (kube/api.py), on its Transport: every write takes the one d
 from typing import Any, Dict, List, Optional
 
 from ..core.dryrun import DryRun
+from ..core.guard import API_VERSION, PLURALS
 from ..errors import ApiNotFound
 
 Obj = Dict[str, Any]
-ADMISSION = "/apis/admissionregistration.k8s.io/v1"
-PLURALS = {"ValidatingAdmissionPolicy": "validatingadmissionpolicies",
-           "ValidatingAdmissionPolicyBinding": "validatingadmissionpolicybindings"}
+ADMISSION = f"/apis/{API_VERSION}"
 APPLY = "application/apply-patch+yaml"     # a JSON body is YAML
 
 

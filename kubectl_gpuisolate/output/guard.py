@@ -9,12 +9,11 @@ from ..core.dryrun import DryRun
 from .tables import document
 
 CREATED, CONFIGURED, UNCHANGED, DELETED = "created", "configured", "unchanged", "deleted"
-GROUP = "admissionregistration.k8s.io"
 
 
 def render_change(kind: str, name: str, verb: str, dry_run: DryRun) -> str:
     suffix = dry_run.suffix if verb != UNCHANGED else ""
-    return f"{kind.lower()}.{GROUP}/{name} {verb}{suffix}\n"
+    return f"{kind.lower()}.{guard.GROUP}/{name} {verb}{suffix}\n"
 
 
 def render_objects(objects: Sequence[dict], fmt: str) -> str:
