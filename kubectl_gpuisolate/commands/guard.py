@@ -156,7 +156,7 @@ def _same(before: dict, after: dict) -> bool:
 def remove(options: GuardOptions, kube: "KubeApi", io: IO) -> int:
     if options.dry_run is not DryRun.CLIENT:
         check_permission(kube, ("list", "delete"))
-    # The binding first: a binding left without its policy would make the server warn on each pod.
+    # The binding first: from then on the policy judges no pod, and goes with nothing half-bound.
     found = [(kind, o) for kind in (guard.BINDING, guard.POLICY)
              for o in kube.list_admission_objects(kind, guard.LABEL_SELECTOR)]
     if not found:
