@@ -184,12 +184,14 @@ OPERATOR_CRDS = {("ray.io", "RayCluster", "v1"), ("kubeflow.org", "PyTorchJob", 
                  ("example.com", "Widget", "v1")}
 
 
+# *.k8s.io groups are protected: the API wants a reviewed API, or to be told that it is not one.
+PROTECTED = {"annotations": {"api-approved.kubernetes.io": "unapproved, an e2e stand-in"}}
+
+
 def crd(group, kind, version):
     plural = kind.lower() + "s"
     return {"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
-            "metadata": {"name": f"{plural}.{group}", **({"annotations": {
-                # *.k8s.io groups are protected: the API wants a reviewed API, or to be told it is not.
-                "api-approved.kubernetes.io": "unapproved, an e2e stand-in"}} if group.endswith("k8s.io") else {})},
+            "metadata": {"name": f"{plural}.{group}", **(PROTECTED if group.endswith("k8s.io") else {})},
             "spec": {"group": group, "scope": "Namespaced",
                      "names": {"kind": kind, "plural": plural, "singular": kind.lower()},
                      "versions": [{"name": version, "served": True, "storage": True, "schema": {
