@@ -127,7 +127,8 @@ def check_permission(kube: "KubeApi", verbs: Tuple[str, ...]) -> None:
     guard's objects by name: a role may grant just those)."""
     for plural in guard.PLURALS.values():
         for verb in verbs:
-            if kube.can_i(verb, plural, group=guard.GROUP, name="" if verb == "list" else guard.NAME) is False:
+            name = "" if verb == "list" else guard.NAME
+            if kube.can_i(verb, plural, group=guard.GROUP, name=name) is False:
                 raise AuthError(f"cannot {verb} {plural}.{guard.GROUP}: the guard needs it "
                                 "(rbac/clusterrole.yaml, the optional guard rule)")
 
