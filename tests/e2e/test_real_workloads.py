@@ -200,13 +200,21 @@ def crd(group, kind, version):
 
 
 def owned_pod(namespace, name, owner, image, labels):
-    ref = {"apiVersion": owner["apiVersion"], "kind": owner["kind"], "name": owner["metadata"]["name"],
-           "uid": owner["metadata"]["uid"], "controller": True, "blockOwnerDeletion": True}
+    ref = owner and {"apiVersion": owner["apiVersion"], "kind": owner["kind"],
+                     "name": owner["metadata"]["name"], "uid": owner["metadata"]["uid"],
+                     "controller": True, "blockOwnerDeletion": True}
     return {"apiVersion": "v1", "kind": "Pod",
             "metadata": {"name": name, "namespace": namespace, "labels": labels, "ownerReferences": [ref]},
             "spec": {"affinity": PREFER_GPU_A,     # on the GPU node, free to land elsewhere
                      "containers": [{"name": "main", "image": image,
                                      "resources": {"requests": {"cpu": "10m", "memory": "16Mi"}}}]}}
+
+
+def bare_pod(namespace, name):
+    """A pod with no controller (someone's debugging shell): nothing would replace it."""
+    the_pod = owned_pod(namespace, name, None, "busybox", {})
+    del the_pod["metadata"]["ownerReferences"]
+    return the_pod
 
 
 def leader_statefulset(namespace):
@@ -247,7 +255,8 @@ def operator_pods(clean, namespace):
                 owned_pod(namespace, "spark-pi-driver", owners["SparkApplication"],
                           "docker.io/apache/spark:4.0.4",
                           {"spark-role": "driver", "sparkoperator.k8s.io/app-name": "spark-pi"}),
-                owned_pod(namespace, "widget-0", owners["Widget"], "busybox", {})]
+                owned_pod(namespace, "widget-0", owners["Widget"], "busybox", {}),
+                bare_pod(namespace, "debug-shell")]
         clean.apply(*pods, leader_statefulset(namespace))
         driver = clean.get_json("pod", "spark-pi-driver", "-n", namespace)
         clean.apply(owned_pod(namespace, "spark-pi-exec-1", driver, "docker.io/apache/spark:4.0.4",
@@ -276,7 +285,8 @@ def test_operator_owned_pods_are_judged_by_their_operator(gpuisolate, operator_p
         "spark-pi-driver": ("blocked", "gated", ["--allow-job-restart"]),
         "spark-pi-exec-1": ("move", "not-tolerated", []),
         "lws-0": ("blocked", "gated", ["--allow-job-restart"]),
-        "widget-0": ("move", "not-tolerated", [])}
+        "widget-0": ("move", "not-tolerated", []),
+        "debug-shell": ("blocked", "gated", ["--force"])}
     assert "landing judged from the pod itself: RayCluster/raycluster's template is not read" in \
         got["ray-worker"]["message"]
     assert "the Kubeflow training operator restarts or fails the whole training job" in \
@@ -287,14 +297,15 @@ def test_operator_owned_pods_are_judged_by_their_operator(gpuisolate, operator_p
     assert "the Spark driver asks for a new executor" in got["spark-pi-exec-1"]["message"]
     assert "LeaderWorkerSet recreates the whole group" in got["lws-0"]["message"]
 
-    # Refused as a whole (docs/output.md: exit 9), nothing evicted; then allowed, and evicted.
-    refused = gpuisolate("evacuate", GPU_A, "--taint-first", "--delete-emptydir-data", "--timeout", "3m")
-    assert refused.returncode == 9, refused.stderr
-    assert "--allow-job-restart" in refused.stderr
+    # Refused as a whole (docs/output.md: exit 9), nothing evicted, until both gates are lifted: the
+    # jobs' (--allow-job-restart) and the bare pod's (--force, as kubectl drain asks).
+    evacuate = ["evacuate", GPU_A, "--taint-first", "--delete-emptydir-data", "--timeout", "3m"]
     uids = {n: p["metadata"]["uid"] for n, p in pods.items()}
-    assert {p["metadata"]["name"]: p["metadata"]["uid"] for p in sandbox.pods("-n", namespace)} == uids
-    allowed = gpuisolate("evacuate", GPU_A, "--taint-first", "--delete-emptydir-data", "--allow-job-restart",
-                         "--timeout", "3m")
+    for lifted, still in (((), "--allow-job-restart"), (("--allow-job-restart",), "--force")):
+        refused = gpuisolate(*evacuate, *lifted)
+        assert refused.returncode == 9 and still in refused.stderr, refused.stderr
+        assert {p["metadata"]["name"]: p["metadata"]["uid"] for p in sandbox.pods("-n", namespace)} == uids
+    allowed = gpuisolate(*evacuate, "--allow-job-restart", "--force")
     assert allowed.returncode == 0, allowed.stderr
     for name in pods:
         assert f"evicting pod {namespace}/{name}" in allowed.stderr, name
