@@ -1,5 +1,6 @@
-"""The guard (core/guard.py, commands/guard.py) against the real API server, on 1.33 and, in the
-window subset, on 1.31 and 1.37: the server's ValidatingAdmissionPolicy plugin is the oracle.
+"""The guard (core/guard.py, commands/guard.py) against the real API server, on 1.33 and (all but
+the permission tests, which do not depend on the server's release) in the window subset on 1.31 and
+1.37: the server's ValidatingAdmissionPolicy plugin is the oracle.
 
 - Every pod shape of the planner's unit cases, created with a server-side dry run under a Deny
   guard, is admitted or rejected (with the policy's message) exactly as the Python twin
@@ -29,7 +30,6 @@ from unit.core.test_planner import DECISION_CASES  # noqa: E402
 from kubectl_gpuisolate.core import gpu, guard  # noqa: E402
 from kubectl_gpuisolate.core.taints import parse_taint  # noqa: E402
 
-pytestmark = pytest.mark.window
 KINDS = "validatingadmissionpolicies,validatingadmissionpolicybindings"
 TAINT = parse_taint("nvidia.com/gpu=true:NoSchedule")
 DENIED = "ValidatingAdmissionPolicy 'gpuisolate-guard' with binding 'gpuisolate-guard' denied request: "
@@ -138,6 +138,7 @@ def is_mirror(the_pod):
     return "kubernetes.io/config.mirror" in (the_pod["metadata"].get("annotations") or {})
 
 
+@pytest.mark.window
 def test_the_api_server_judges_every_planner_shape_as_the_twin_does(sandbox, guarded, namespace,
                                                                     runtime_classes):
     guarded("--mode", "Deny", until=DENY)
@@ -184,6 +185,7 @@ def plain_pod(name, namespace, **spec):
             "spec": {"containers": [{"name": "main", "image": "busybox"}], **spec}}
 
 
+@pytest.mark.window
 def test_deny_rejects_leaks_and_admits_gpu_and_daemonset_pods(sandbox, gpuisolate, guarded, namespace):
     leak = plain_pod("leak-before", namespace, tolerations=[{"operator": "Exists"}],
                      nodeSelector={"kubernetes.io/hostname": GPU_A})
@@ -221,6 +223,7 @@ def test_deny_rejects_leaks_and_admits_gpu_and_daemonset_pods(sandbox, gpuisolat
     assert "\nguard: Deny (exempt namespaces: kube-system)" in text and f"{namespace}/leak-before" in text
 
 
+@pytest.mark.window
 def test_warn_lets_the_pod_in_with_kubectls_warning(sandbox, guarded, namespace):
     guarded(until=WARN)            # Warn, the default
     created = sandbox.kubectl("create", "-f", "-", check=False, input=json.dumps(
@@ -230,6 +233,7 @@ def test_warn_lets_the_pod_in_with_kubectls_warning(sandbox, guarded, namespace)
     assert warning in created.stderr, created.stderr
 
 
+@pytest.mark.window
 def test_written_twice_nothing_changes_and_remove_deletes_only_the_guard(sandbox, gpuisolate, guarded):
     other = {"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicy",
              "metadata": {"name": "e2e-someone-elses", "labels": {"app.kubernetes.io/component": "guard"}},
@@ -264,6 +268,7 @@ def test_written_twice_nothing_changes_and_remove_deletes_only_the_guard(sandbox
         sandbox.kubectl("delete", "validatingadmissionpolicy", "e2e-someone-elses", "--ignore-not-found")
 
 
+@pytest.mark.window
 def test_bad_input_is_one_line(gpuisolate, guarded, sandbox):
     bad = gpuisolate("guard", "--mode", "Block")
     assert bad.returncode == 2 and bad.stderr == "error: invalid --mode 'Block': use Warn, Audit, Deny\n"
