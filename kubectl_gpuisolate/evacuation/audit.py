@@ -5,9 +5,11 @@ not.  The reasons and when each is written: docs/output.md, "Events"; their mess
 ``output.events``.
 
 Off the eviction path: the engine only queues an event, a few writer threads send them while
-the evictions go on, and ``close`` waits for them before the command ends.  Best effort: the
-first failure to write one (403, 5xx, no answer) stops the writing, and ``close`` says so in one
-warning line; it never fails the run or changes its exit code.  A dry run writes none.
+the evictions go on, and ``close`` waits for them before the command ends.  Best effort: a write
+that fails (5xx, no answer) is counted and the others are still written; a 401 or 403 stops the
+writing (the role lacks the verb: every other write would be refused the same).  ``close`` says
+what was not written in one warning line; it never fails the run or changes its exit code.
+A dry run writes none.
 DaemonSet, mirror and finished pods get none: they are never evicted, and an event on each of
 them on every run would be noise.
 """
@@ -16,7 +18,7 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 
 from ..core import planner
-from ..errors import GpuIsolateError
+from ..errors import Forbidden, GpuIsolateError, Unauthorized
 from ..output import events as text
 from .state import EVICTED as EVICTED_STATE
 from .state import TERMINATING
@@ -40,7 +42,8 @@ class Audit:
         self._explained = set()      # uids of the pods with an event queued this run
         self._why = {}               # uid -> the planner's message, for the pods to move
         self._queued = self._unwritten = 0
-        self._failure = None
+        self._failure = None         # the first failure, for the warning
+        self._refused = False        # a 401/403: write no more
         self._pool = ThreadPoolExecutor(max_workers=writers, thread_name_prefix="event") \
             if enabled else None
 
@@ -103,17 +106,21 @@ class Audit:
 
     def _write(self, pod, reason, type_, message):
         with self._lock:
-            if self._failure is not None:    # the server said no once: do not insist
+            if self._refused:                # the role lacks the verb: do not insist
                 self._unwritten += 1
                 return
+        refused = False
         try:
             self._kube.create_event(pod.namespace, {"name": pod.name, "uid": pod.uid}, reason,
                                     message, type_)
             return
-        except GpuIsolateError as exc:       # the transport's errors (api, connection, config)
+        except (Forbidden, Unauthorized) as exc:
+            failure, refused = str(exc), True
+        except GpuIsolateError as exc:       # the transport's others (5xx, connection): the next may pass
             failure = str(exc)
         except Exception as exc:             # a bug must not fail an evacuation either
             failure = f"internal error ({type(exc).__name__}: {exc})"
         with self._lock:
             self._unwritten += 1
             self._failure = self._failure or failure
+            self._refused = self._refused or refused

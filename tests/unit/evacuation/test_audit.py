@@ -26,7 +26,7 @@ from kubectl_gpuisolate.evacuation.plan import Target
 from kubectl_gpuisolate.evacuation.state import Halt
 from kubectl_gpuisolate.exits import EXIT_INCOMPLETE, EXIT_OK, EXIT_PREFLIGHT
 
-from ..evict_fakes import OK, RBAC_403, FakeClock, FakeCluster, FakeNode, pdb_429
+from ..evict_fakes import OK, RBAC_403, FakeClock, FakeCluster, FakeNode, pdb_429, record_event
 from ..factories import GPU_A, GPU_B, GPU_TAINT, INFERENCE_TOLERATIONS, gpu_node, owner, pdb, pod
 
 DS = owner("DaemonSet", "cilium")
@@ -199,8 +199,32 @@ def test_events_that_cannot_be_written_are_one_warning_and_change_nothing_else(f
     assert warnings[-1].startswith("Warning: could not write 5 of 5 Kubernetes event(s) on the pods")
     assert (str(FAILURES[failure]) if failure != "bug" else "internal error (KeyError") in warnings[-1]
     assert sum("event" in line for line in err.splitlines()) == 1
-    # The first failure stops the writing: at most one attempt per writer thread.
-    assert 1 <= len(cluster.written) <= 4
+    if failure == "403":     # a refusal stops the writing: at most one attempt per writer thread
+        assert 1 <= len(cluster.written) <= 4
+    else:                    # any other failure is counted, and every other event still tried
+        assert len(cluster.written) == 5
+
+
+def test_a_failed_write_does_not_stop_the_others():
+    """One 503 among the writes: the four others are written, and the warning counts the one."""
+    reference = cluster_of(script={"web-1": [RBAC_403]})
+    run(reference, "--delete-emptydir-data")
+    first = reference.written[0][3]
+    cluster = cluster_of(script={"web-1": [RBAC_403]})
+    failures = iter([FAILURES["503"]])
+
+    def flaky(namespace, involved, reason, message, type_):
+        with cluster.lock:
+            error = next(failures, None) if reason == first else None
+        if error is not None:
+            raise error
+        record_event(cluster, namespace, involved, reason, message, type_)
+    cluster.create_event = flaky
+    _, _, err = run(cluster, "--delete-emptydir-data")
+    assert len(cluster.written) == 4
+    warnings = [line for line in err.splitlines() if "Kubernetes event" in line]
+    assert len(warnings) == 1
+    assert warnings[0].startswith("Warning: could not write 1 of 5 Kubernetes event(s)"), warnings
 
 
 def test_writing_events_does_not_hold_up_the_evictions():
