@@ -76,8 +76,10 @@ class Report:
         }
 
     # -- recording --------------------------------------------------------------------------------
-    def status(self, kind, label, samples, nodes=None, load=None, floor=None):
-        self.status_rows.append(dict(kind=kind, label=label, samples=samples, nodes=nodes, load=load or {}))
+    def status(self, kind, label, samples, nodes=None, load=None, floor=None, requests=None):
+        """``requests``: {side: API requests of one run}, when counted."""
+        self.status_rows.append(dict(kind=kind, label=label, samples=samples, nodes=nodes, load=load or {},
+                                     requests=requests))
         if floor:
             self.floor = (label, floor)
 
@@ -192,6 +194,10 @@ class Report:
                 pr, kr = self._peak(row["samples"], "plugin"), self._peak(row["samples"], "kubectl")
                 lines.append(f"| peak RSS, {row['label']} | {pr:.0f} MB | {kr:.0f} MB | {pr / kr:.2f}× | "
                              f"≤ {BUDGETS['rss_mb']:.0f} MB | {self._verdict(pr, BUDGETS['rss_mb'])} |")
+            if row.get("requests"):
+                pq, kq = row["requests"]["plugin"], row["requests"]["kubectl"]
+                lines.append(f"| API requests per command (-v=6), {row['label']} | {pq} | {kq} | "
+                             f"{pq / kq if kq else float('nan'):.2f}× | | |")
         for row in self.evac_rows:
             if not row["main"]:
                 continue
