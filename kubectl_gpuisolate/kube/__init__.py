@@ -28,7 +28,18 @@ facts the planner needs), which use only ``api``'s calls.
 May import: core, errors (and urllib3; ``kubernetes`` lazily).
 """
 
-from typing import Any, Callable, Dict, Iterator, List, Optional, Protocol, Tuple, runtime_checkable
+from typing import (
+    Any,
+    Callable,
+    Dict,
+    FrozenSet,
+    Iterator,
+    List,
+    Optional,
+    Protocol,
+    Tuple,
+    runtime_checkable,
+)
 
 from ..core.dryrun import DryRun
 from .api import Kube, connect
@@ -71,6 +82,8 @@ class KubeApi(Protocol):
     def list_pdbs_with_version(self) -> Tuple[List[Obj], str]: ...
 
     def daemonset_exists(self, namespace: str, name: str) -> bool: ...
+
+    def list_daemonset_keys(self) -> FrozenSet[Tuple[str, str]]: ...
 
     def get_controller(self, namespace: str, kind: str, name: str) -> Optional[Obj]: ...
 

@@ -194,6 +194,15 @@ class Kube(AdmissionPolicies):
         except ApiNotFound:
             return False
 
+    def list_daemonset_keys(self):
+        """(namespace, name) of every DaemonSet: one list, for a small cluster's
+        daemonset_exists GETs (kube.gather)."""
+        def key(item):
+            meta = item.get("metadata") or {}
+            return meta.get("namespace", ""), meta.get("name", "")
+        return frozenset(self._transport.list_all("/apis/apps/v1/daemonsets", what="listing DaemonSets",
+                                                  keep=key)[0])
+
     def get_controller(self, namespace, kind, name):
         """A pod's controller (ReplicaSet, StatefulSet, ReplicationController or Job), for its pod
         template; None when it is gone or of another kind."""

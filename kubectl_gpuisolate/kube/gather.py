@@ -16,10 +16,15 @@ from .nodes import FETCH_WORKERS
 # More controllers of one kind than this, and their templates are read with one list of the
 # kind rather than a GET each (thousands of ReplicaSets at 5,000 nodes: ~16 s of GETs).
 LIST_OWNERS = 50
+# A cluster of at most this many nodes is small: there the DaemonSets and, from a kind's second
+# controller on, the controllers are listed, one request a kind instead of a GET each (at seed
+# size 35 requests become 12).  Above it a cluster-wide list can hold thousands of objects.
+SMALL_CLUSTER = 50
+SMALL_LIST_OWNERS = 1
 
 
 def gather(kube, nodes, *, not_older_than=None, pdbs=None, check_daemonsets=True,
-           reads: Optional["LandingReads"] = None):
+           reads: Optional["LandingReads"] = None, small=False):
     """Fetches, concurrently, the pods of each node (their essentials), the cluster's PDBs
     and whether the DaemonSets owning those pods still exist; a node's DaemonSets are
     looked up as soon as its pods arrive, while other nodes' pods are still coming.
@@ -28,7 +33,9 @@ def gather(kube, nodes, *, not_older_than=None, pdbs=None, check_daemonsets=True
     server's watch cache (see Kube.list_pods_on_node).  ``pdbs``: a Future of the PDB
     list when the caller started it earlier.  Returns ({node name: pods}, pdbs,
     missing DaemonSets as (namespace, name)).  ``reads`` (LandingReads) is told of each node's
-    pods as they come, in this thread, and when the last has come.
+    pods as they come, in this thread, and when the last has come.  ``small`` (a cluster of
+    at most SMALL_CLUSTER nodes): the DaemonSets are one list, begun with the first pod of one,
+    instead of a GET each (where the list is refused, the GETs).
     """
     by_name = {n["metadata"]["name"]: n for n in nodes}
     names = list(by_name)
@@ -40,21 +47,40 @@ def gather(kube, nodes, *, not_older_than=None, pdbs=None, check_daemonsets=True
     # FETCH_WORKERS even for a node or two: their pods' DaemonSets are read here too.
     with ThreadPoolExecutor(max_workers=FETCH_WORKERS) as pool:
         pdb_future = pdbs if pdbs is not None else pool.submit(kube.list_pdbs)
+        listed: Optional[Future] = None     # a small cluster's list of its DaemonSets
         futures = {pool.submit(pods_on, name): name for name in names}
         pods_by_node: Dict[str, List[Dict[str, Any]]] = {}
-        ds_futures: Dict[Tuple[str, str], Future] = {}
+        to_check: Set[Tuple[str, str]] = set()
+        asked: Dict[Tuple[str, str], Future] = {}       # key: its daemonset_exists GET
         for future in as_completed(futures):
             pods = pods_by_node[futures[future]] = future.result()
             if reads is not None:
                 reads.arrived(by_name[futures[future]], pods)
             if check_daemonsets:
-                for key in planner.daemonsets_to_check(pods) - ds_futures.keys():
-                    ds_futures[key] = pool.submit(kube.daemonset_exists, *key)
+                for key in planner.daemonsets_to_check(pods) - to_check:
+                    to_check.add(key)
+                    if small:
+                        listed = listed or pool.submit(kube.list_daemonset_keys)
+                    else:
+                        asked[key] = pool.submit(kube.daemonset_exists, *key)
         if reads is not None:
             reads.complete()
-        missing = frozenset(key for key, f in ds_futures.items() if not f.result())
+        missing = _missing_daemonsets(kube, pool, to_check, listed, asked)
         pdbs = pdb_future.result()
     return {name: pods_by_node[name] for name in names}, pdbs, missing
+
+
+def _missing_daemonsets(kube, pool, keys, listed: Optional[Future], asked):
+    """The DaemonSets of ``keys`` that do not exist: out of the list of them all when it was
+    begun (``listed``) and could be read, else a GET each (``asked``: those begun already)."""
+    if listed is not None:
+        try:
+            return frozenset(keys - listed.result())
+        except GpuIsolateError:      # e.g. a role with get and not list: the GETs
+            pass
+    for key in keys - asked.keys():
+        asked[key] = pool.submit(kube.daemonset_exists, *key)
+    return frozenset(key for key, future in asked.items() if not future.result())
 
 
 def build_plans(kube, nodes, options, *, check_daemonsets=True, not_older_than=None, pdbs=None,
@@ -62,12 +88,15 @@ def build_plans(kube, nodes, options, *, check_daemonsets=True, not_older_than=N
     """The nodes' plans.  With ``landing_check``, the pods that would move are judged again
     with where they could land (core.landing) outside ``run``, the names of the run's nodes
     (default: ``nodes``'); what cannot be read for it is said to ``warn`` and left out.
-    ``cluster_nodes``: every node, when the caller has just listed them (else listed here)."""
+    ``cluster_nodes``: every node, when the caller has just listed them (else listed here); at
+    most SMALL_CLUSTER of them, and what a GET each would read is listed instead."""
     warn = warn or (lambda message: None)
+    small = cluster_nodes is not None and len(cluster_nodes) <= SMALL_CLUSTER
     with ThreadPoolExecutor(max_workers=FETCH_WORKERS) as early:
-        reads = LandingReads(kube, options, early) if landing_check else None
+        reads = LandingReads(kube, options, early, small=small) if landing_check else None
         pods_by_node, pdbs, missing = gather(kube, nodes, not_older_than=not_older_than, pdbs=pdbs,
-                                             check_daemonsets=check_daemonsets, reads=reads)
+                                             check_daemonsets=check_daemonsets, reads=reads,
+                                             small=small)
         every_pod = [p for pods in pods_by_node.values() for p in pods]
         held = resource_claims(kube, every_pod, warn)
         classes = runtime_classes(kube, every_pod, warn)
@@ -90,18 +119,21 @@ class LandingReads:
 
     Each node's pods are planned as they arrive without PDBs, DaemonSet checks or claims; that
     keeps more pods than the real plan does, never fewer.  Once the pods that would move have
-    more than LIST_OWNERS controllers of one kind, the list of that kind's templates starts
+    more than LIST_OWNERS controllers of one kind (SMALL_LIST_OWNERS in a ``small`` cluster),
+    the list of that kind's templates starts
     (kube.list_template_pins: at 5,000 nodes the ReplicaSets' 27 pages, ~5 s, are then read
     beside the pods rather than after).  When the last node's pods are in, the GETs of the
     other kinds' controllers and the movers' claims and volumes start, beside the DaemonSet
-    GETs rather than after them (at seed size that is two or three round trips fewer).
+    GETs rather than after them (at seed size that is two or three round trips fewer); in a
+    small cluster the claims start as they are seen, a round trip sooner.
 
     Only the pods whose controller or claim is new are planned (a decision is the pod's own):
     the rest can start no read.  What the real plan needs and was not begun here,
     landing_cluster reads itself."""
 
-    def __init__(self, kube, options: planner.PlanOptions, pool: ThreadPoolExecutor):
+    def __init__(self, kube, options: planner.PlanOptions, pool: ThreadPoolExecutor, *, small=False):
         self.kube, self.options, self.pool = kube, options, pool
+        self.list_over, self.small = (SMALL_LIST_OWNERS if small else LIST_OWNERS), small
         self.owners: Dict[str, Set[Tuple[str, str]]] = {}
         self.claims: Set[Tuple[str, str]] = set()
         self.started: Dict[str, Future] = {}                  # kind: its template list
@@ -113,13 +145,16 @@ class LandingReads:
         if not pods:
             return
         movers = _movers(planner.plan_node(node, pods, (), self.options), pods)
-        self.claims |= _claims(movers)
+        new_claims = _claims(movers) - self.claims
+        self.claims |= new_claims
+        if self.small:
+            self._read_volumes(new_claims)
         for namespace, kind, name in _controllers(movers):
             if kind in self.started or kind not in CONTROLLER_PATHS:
                 continue
             seen = self.owners.setdefault(kind, set())
             seen.add((namespace, name))
-            if len(seen) > LIST_OWNERS:
+            if len(seen) > self.list_over:
                 self.started[kind] = self.pool.submit(self.kube.list_template_pins, kind)
 
     def complete(self):
@@ -129,7 +164,10 @@ class LandingReads:
                 for namespace, name in sorted(keys):
                     self.controllers[namespace, kind, name] = self.pool.submit(
                         self.kube.get_controller, namespace, kind, name)
-        for claim in sorted(self.claims):
+        self._read_volumes(self.claims)
+
+    def _read_volumes(self, claims):
+        for claim in sorted(set(claims) - self.volumes.keys()):
             self.volumes[claim] = self.pool.submit(_volume, self.kube, claim)
 
     def _could_start_a_read(self, pod):
@@ -237,10 +275,10 @@ def _controllers(pods):
 
 def _templates(kube, movers, warn, started, begun):
     """{(namespace, kind, name): nodeName} of the movers' controllers whose template sets one:
-    a GET of each controller, or of a kind with more than LIST_OWNERS of them one list of that
-    kind (where the list is refused, the GETs).  What was begun earlier (LandingReads), the
-    lists in ``started`` {kind: Future} and the GETs in ``begun`` {key: Future}, is waited for,
-    not read again."""
+    a GET of each controller, or of a kind with more than LIST_OWNERS of them (or whose list
+    was begun) one list of that kind (where the list is refused, the GETs).  What was begun
+    earlier (LandingReads), the lists in ``started`` {kind: Future} and the GETs in ``begun``
+    {key: Future}, is waited for, not read again."""
     owners = sorted(_controllers(movers))
     found = {}
     by_kind: Dict[str, List[Tuple[str, str, str]]] = {}
@@ -248,7 +286,7 @@ def _templates(kube, movers, warn, started, begun):
         by_kind.setdefault(key[1], []).append(key)
     single = []
     for kind, keys in by_kind.items():
-        if len(keys) <= LIST_OWNERS or kind not in CONTROLLER_PATHS:
+        if kind not in started and (len(keys) <= LIST_OWNERS or kind not in CONTROLLER_PATHS):
             single += keys
             continue
         try:

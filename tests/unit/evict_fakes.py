@@ -401,6 +401,12 @@ class FakeCluster:
     def daemonset_exists(self, namespace, name):
         return True
 
+    def list_daemonset_keys(self):
+        """Every DaemonSet its pods name (each exists, as daemonset_exists says)."""
+        return frozenset((p["metadata"].get("namespace", ""), ref["name"]) for p in self.pods
+                         for ref in p["metadata"].get("ownerReferences") or ()
+                         if ref.get("kind") == "DaemonSet")
+
     def get_pod(self, namespace, name):
         for p in self.pods:
             if (p["metadata"]["namespace"], p["metadata"]["name"]) == (namespace, name):
