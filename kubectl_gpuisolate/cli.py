@@ -142,12 +142,28 @@ def _run(args):
 
 def entry_point():
     code = main()
-    if code in (EXIT_SIGINT, EXIT_SIGTERM):
-        # Interrupted: end now, without waiting for worker threads still blocked in a request.
-        for stream in (sys.stdout, sys.stderr):
-            try:
-                stream.flush()
-            except (OSError, ValueError):
-                pass
+    interrupted = code in (EXIT_SIGINT, EXIT_SIGTERM)
+    # Interrupted: end now, without waiting for worker threads still blocked in a request.
+    # Done, with no worker thread left: end without the interpreter's teardown too, which
+    # frees every module one by one (~12 ms of a 200 ms status at seed size).
+    flushed = _flushed()
+    if interrupted or (flushed and not _workers_left()):
         os._exit(code)
     sys.exit(code)
+
+
+def _flushed():
+    """Whether stdout and stderr could be flushed (if not, the normal exit reports it)."""
+    try:
+        for stream in (sys.stdout, sys.stderr):
+            stream.flush()
+    except (OSError, ValueError):
+        return False
+    return True
+
+
+def _workers_left():
+    """Whether a thread the interpreter would wait for at exit is still running."""
+    import threading
+    return any(t.is_alive() and not t.daemon for t in threading.enumerate()
+               if t is not threading.main_thread())

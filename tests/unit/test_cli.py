@@ -389,3 +389,83 @@ def test_module_entry_point_does_not_import_kubernetes(argv, code):
     assert heavy(names) == []
     errors = [line for line in proc.stderr.splitlines() if not line.startswith("import time:")]
     assert len(errors) == (1 if code else 0), errors
+
+
+class _Exits(Exception):
+    """How entry_point ended: ('os._exit' or 'sys.exit', code)."""
+
+
+@pytest.fixture
+def exits(monkeypatch):
+    def record(how):
+        def end(code):
+            raise _Exits(how, code)
+        return end
+    monkeypatch.setattr(cli.os, "_exit", record("os._exit"))
+    monkeypatch.setattr(cli.sys, "exit", record("sys.exit"))
+    return lambda: pytest.raises(_Exits)
+
+
+@pytest.mark.parametrize("code", [0, 1, EXIT_USAGE])
+def test_a_finished_run_with_no_worker_left_ends_without_teardown_after_flushing(monkeypatch, exits, code):
+    flushed = []
+    monkeypatch.setattr(cli, "main", lambda: code)
+    monkeypatch.setattr(cli.sys, "stdout", type("Out", (), {"flush": lambda self: flushed.append("out")})())
+    with exits() as ended:
+        cli.entry_point()
+    assert ended.value.args == ("os._exit", code) and flushed == ["out"]
+
+
+def test_a_run_that_leaves_a_worker_thread_exits_normally_so_it_is_waited_for(monkeypatch, exits):
+    import threading
+    release = threading.Event()
+    worker = threading.Thread(target=release.wait, daemon=False)
+    worker.start()
+    monkeypatch.setattr(cli, "main", lambda: 0)
+    try:
+        with exits() as ended:
+            cli.entry_point()
+    finally:
+        release.set()
+        worker.join()
+    assert ended.value.args == ("sys.exit", 0)
+
+
+def test_a_daemon_thread_does_not_keep_the_normal_exit(monkeypatch, exits):
+    import threading
+    release = threading.Event()
+    threading.Thread(target=release.wait, daemon=True).start()
+    monkeypatch.setattr(cli, "main", lambda: 3)
+    with exits() as ended:
+        cli.entry_point()
+    release.set()
+    assert ended.value.args == ("os._exit", 3)
+
+
+def test_output_that_cannot_be_flushed_is_left_to_the_normal_exit(monkeypatch, exits):
+    def broken(self):
+        raise BrokenPipeError(32, "Broken pipe")
+    monkeypatch.setattr(cli, "main", lambda: 0)
+    monkeypatch.setattr(cli.sys, "stdout", type("Out", (), {"flush": broken})())
+    with exits() as ended:
+        cli.entry_point()
+    assert ended.value.args == ("sys.exit", 0)
+
+
+@pytest.mark.parametrize("code", [cli.EXIT_SIGINT, cli.EXIT_SIGTERM])
+def test_an_interrupted_run_ends_at_once_even_with_workers_left_and_a_broken_pipe(monkeypatch, exits, code):
+    import threading
+    release = threading.Event()
+    worker = threading.Thread(target=release.wait, daemon=False)
+    worker.start()
+    def broken(self):
+        raise BrokenPipeError(32, "Broken pipe")
+    monkeypatch.setattr(cli, "main", lambda: code)
+    monkeypatch.setattr(cli.sys, "stdout", type("Out", (), {"flush": broken})())
+    try:
+        with exits() as ended:
+            cli.entry_point()
+    finally:
+        release.set()
+        worker.join()
+    assert ended.value.args == ("os._exit", code)
