@@ -194,14 +194,15 @@ class Kube(AdmissionPolicies):
         except ApiNotFound:
             return False
 
-    def list_daemonset_keys(self):
-        """(namespace, name) of every DaemonSet: one list, for a small cluster's
-        daemonset_exists GETs (kube.gather)."""
+    def list_daemonset_keys(self, at_most):
+        """(namespace, name) of every DaemonSet, one page of ``at_most``; None when there are
+        more (a small cluster's stand-in for its daemonset_exists GETs: kube.gather)."""
         def key(item):
             meta = item.get("metadata") or {}
             return meta.get("namespace", ""), meta.get("name", "")
-        return frozenset(self._transport.list_all("/apis/apps/v1/daemonsets", what="listing DaemonSets",
-                                                  keep=key)[0])
+        found = self._transport.list_all("/apis/apps/v1/daemonsets", what="listing DaemonSets",
+                                         keep=key, at_most=at_most)
+        return None if found is None else frozenset(found[0])
 
     def get_controller(self, namespace, kind, name):
         """A pod's controller (ReplicaSet, StatefulSet, ReplicationController or Job), for its pod
@@ -210,18 +211,19 @@ class Kube(AdmissionPolicies):
         return self._get_or_none(path.format(namespace=namespace, name=name) if path else None,
                                  f"reading {kind} {namespace}/{name}")
 
-    def list_template_pins(self, kind):
+    def list_template_pins(self, kind, at_most=None):
         """{(namespace, name): nodeName} of the ``kind`` controllers whose template sets one: a
         cluster-wide list, each page cut to the pins as it comes (not from the watch cache:
-        resourceVersion 0 comes in one piece, +180 MB of RSS for 13,000 ReplicaSets)."""
+        resourceVersion 0 comes in one piece, +180 MB of RSS for 13,000 ReplicaSets).
+        ``at_most``: one page of that many, and None when there are more."""
         path = CONTROLLER_PATHS[kind].replace("namespaces/{namespace}/", "").replace("/{name}", "")
 
         def pin(item):
             meta = item.get("metadata") or {}
             spec = ((item.get("spec") or {}).get("template") or {}).get("spec") or {}
             return meta.get("namespace", ""), meta.get("name", ""), spec.get("nodeName")
-        return {(ns, name): node for ns, name, node in
-                self._transport.list_all(path, what=f"listing {kind}s", keep=pin)[0] if node}
+        found = self._transport.list_all(path, what=f"listing {kind}s", keep=pin, at_most=at_most)
+        return None if found is None else {(ns, name): node for ns, name, node in found[0] if node}
 
     def get_pvc(self, namespace, name):
         """A PersistentVolumeClaim, or None when it does not exist."""

@@ -18,9 +18,13 @@ from .nodes import FETCH_WORKERS
 LIST_OWNERS = 50
 # A cluster of at most this many nodes is small: there the DaemonSets and, from a kind's second
 # controller on, the controllers are listed, one request a kind instead of a GET each (at seed
-# size 35 requests become 12).  Above it a cluster-wide list can hold thousands of objects.
+# size 35 requests become 10), each list one page of at most SMALL_LIST objects: a kind with more
+# is read with the GETs after all.  Measured on the seed sandbox (docs/performance.md): 16
+# ReplicaSet GETs on 8 workers take ~21 ms; a list of 23 ReplicaSets 3 ms, of 123 15 ms, of 523
+# 34 ms, of 1,273 94 ms.  Old revisions (revisionHistoryLimit 10) make many per node.
 SMALL_CLUSTER = 50
 SMALL_LIST_OWNERS = 1
+SMALL_LIST = 100
 
 
 def gather(kube, nodes, *, not_older_than=None, pdbs=None, check_daemonsets=True,
@@ -60,7 +64,7 @@ def gather(kube, nodes, *, not_older_than=None, pdbs=None, check_daemonsets=True
                 for key in planner.daemonsets_to_check(pods) - to_check:
                     to_check.add(key)
                     if small:
-                        listed = listed or pool.submit(kube.list_daemonset_keys)
+                        listed = listed or pool.submit(kube.list_daemonset_keys, SMALL_LIST)
                     else:
                         asked[key] = pool.submit(kube.daemonset_exists, *key)
         if reads is not None:
@@ -75,9 +79,11 @@ def _missing_daemonsets(kube, pool, keys, listed: Optional[Future], asked):
     begun (``listed``) and could be read, else a GET each (``asked``: those begun already)."""
     if listed is not None:
         try:
-            return frozenset(keys - listed.result())
+            present = listed.result()
         except GpuIsolateError:      # e.g. a role with get and not list: the GETs
-            pass
+            present = None
+        if present is not None:      # None: more than a page of them
+            return frozenset(keys - present)
     for key in keys - asked.keys():
         asked[key] = pool.submit(kube.daemonset_exists, *key)
     return frozenset(key for key, future in asked.items() if not future.result())
@@ -155,7 +161,8 @@ class LandingReads:
             seen = self.owners.setdefault(kind, set())
             seen.add((namespace, name))
             if len(seen) > self.list_over:
-                self.started[kind] = self.pool.submit(self.kube.list_template_pins, kind)
+                self.started[kind] = self.pool.submit(self.kube.list_template_pins, kind,
+                                                      SMALL_LIST if self.small else None)
 
     def complete(self):
         """Every node's pods are in: the GETs of the kinds that are not listed, and the claims."""
@@ -292,7 +299,9 @@ def _templates(kube, movers, warn, started, begun):
         try:
             pins = started[kind].result() if kind in started else kube.list_template_pins(kind)
         except GpuIsolateError:
-            single += keys      # e.g. no cluster-wide list right: read them one by one
+            pins = None         # e.g. no cluster-wide list right: read them one by one
+        if pins is None:        # (or more of the kind than a small cluster's page)
+            single += keys
             continue
         found.update({key: pins[key[0], key[2]] for key in keys if (key[0], key[2]) in pins})
     try:

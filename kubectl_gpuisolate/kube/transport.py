@@ -267,10 +267,11 @@ class Transport:
     def get(self, path, params=None, *, what):
         return self.request("GET", path, params=params, what=what).json()
 
-    def list_all(self, path, params=None, *, what, keep=None):
-        """Lists every item, page by page (limit/continue).  ``keep`` maps each item as its
-        page arrives (e.g. to the few fields a caller reads), so only one page is held whole."""
-        params = dict(params or {}, limit=LIST_CHUNK)
+    def list_all(self, path, params=None, *, what, keep=None, at_most=None):
+        """(every item, the list's resourceVersion), page by page (limit/continue).  ``keep``
+        maps each item as its page arrives (e.g. to the few fields a caller reads), so only one
+        page is held whole.  ``at_most``: one page of that many, and None when there are more."""
+        params = dict(params or {}, limit=at_most or LIST_CHUNK)
         items: List[Dict[str, Any]] = []
         while True:
             page = self.get(path, params, what=what)
@@ -279,6 +280,8 @@ class Transport:
             token = (page.get("metadata") or {}).get("continue")
             if not token:
                 return items, (page.get("metadata") or {}).get("resourceVersion", "")
+            if at_most:
+                return None
             params["continue"] = token
             # The token carries the snapshot; the server refuses a resourceVersion beside it.
             params.pop("resourceVersion", None)

@@ -335,9 +335,11 @@ class FakeCluster:
     def get_controller(self, namespace, kind, name):
         return self.controllers.get((namespace, kind, name))
 
-    def list_template_pins(self, kind):
+    def list_template_pins(self, kind, at_most=None):
         pins = {(ns, name): (((c.get("spec") or {}).get("template") or {}).get("spec") or {}).get("nodeName")
                 for (ns, k, name), c in self.controllers.items() if k == kind}
+        if at_most and len(pins) > at_most:
+            return None
         return {key: node for key, node in pins.items() if node}
 
     def get_pvc(self, namespace, name):
@@ -401,11 +403,12 @@ class FakeCluster:
     def daemonset_exists(self, namespace, name):
         return True
 
-    def list_daemonset_keys(self):
+    def list_daemonset_keys(self, at_most):
         """Every DaemonSet its pods name (each exists, as daemonset_exists says)."""
-        return frozenset((p["metadata"].get("namespace", ""), ref["name"]) for p in self.pods
-                         for ref in p["metadata"].get("ownerReferences") or ()
-                         if ref.get("kind") == "DaemonSet")
+        found = frozenset((p["metadata"].get("namespace", ""), ref["name"]) for p in self.pods
+                          for ref in p["metadata"].get("ownerReferences") or ()
+                          if ref.get("kind") == "DaemonSet")
+        return None if len(found) > at_most else found
 
     def get_pod(self, namespace, name):
         for p in self.pods:

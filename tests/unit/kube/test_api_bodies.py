@@ -5,6 +5,7 @@ import pytest
 
 from kubectl_gpuisolate.core.dryrun import DryRun
 from kubectl_gpuisolate.kube.api import Kube
+from kubectl_gpuisolate.kube.transport import Transport
 
 
 class Recorder:
@@ -72,3 +73,41 @@ def test_listed_nodes_of_a_pool_share_their_repeated_parts():
     assert first["status"]["capacity"] is second["status"]["capacity"]
     assert first["metadata"]["labels"]["pool"] is second["metadata"]["labels"]["pool"]
     assert second["metadata"]["labels"] == {"pool": "gpu", "host": "gpu-2"}
+
+
+class Pages:
+    """A transport whose lists come in pages of ``size`` (limit/continue), recording each GET."""
+
+    def __init__(self, items, size):
+        self.items, self.size, self.gets = items, size, []
+
+    def get(self, path, params=None, *, what):
+        self.gets.append(dict(params))
+        start = int(params.get("continue") or 0)
+        limit = min(params["limit"], self.size)
+        more = start + limit < len(self.items)
+        return {"items": self.items[start:start + limit],
+                "metadata": {"resourceVersion": "9", **({"continue": str(start + limit)} if more else {})}}
+
+    list_all = Transport.list_all
+
+
+def daemonset(name, namespace="kube-system"):
+    return {"metadata": {"name": name, "namespace": namespace}}
+
+
+def test_a_bounded_list_is_one_page_and_none_when_there_are_more():
+    pages = Pages([daemonset("a"), daemonset("b"), daemonset("c", "gpu")], size=500)
+    assert Kube(pages).list_daemonset_keys(3) == {("kube-system", "a"), ("kube-system", "b"), ("gpu", "c")}
+    assert pages.gets == [{"limit": 3}]
+    pages.gets.clear()
+    assert Kube(pages).list_daemonset_keys(2) is None and pages.gets == [{"limit": 2}]
+
+
+def test_template_pins_bounded_and_not():
+    pinned = {"metadata": {"name": "p", "namespace": "n"}, "spec": {"template": {"spec": {"nodeName": "gpu-1"}}}}
+    pages = Pages([daemonset("a", "n"), pinned, daemonset("b", "n")], size=2)
+    assert Kube(pages).list_template_pins("ReplicaSet") == {("n", "p"): "gpu-1"}
+    assert pages.gets == [{"limit": 500}, {"limit": 500, "continue": "2"}]
+    assert Kube(pages).list_template_pins("ReplicaSet", 2) is None
+    assert Kube(pages).list_template_pins("ReplicaSet", 3) is None      # the server's pages are of 2

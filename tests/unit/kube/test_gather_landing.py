@@ -175,9 +175,9 @@ def test_the_landing_check_keeps_only_what_it_reads_of_a_node():
 
 
 class Listing(Counting):
-    def list_template_pins(self, kind):
+    def list_template_pins(self, kind, at_most=None):
         self._count(f"list_template_pins {kind}")
-        return super().list_template_pins(kind)
+        return super().list_template_pins(kind, at_most)
 
 
 def many_owners(count):
@@ -203,9 +203,9 @@ class Ordered(Listing):
         super().__init__(*args, **kwargs)
         self.last, self.listed = last, threading.Event()
 
-    def list_template_pins(self, kind):
+    def list_template_pins(self, kind, at_most=None):
         self.listed.set()
-        return super().list_template_pins(kind)
+        return super().list_template_pins(kind, at_most)
 
     def list_pods_on_node(self, node_name, not_older_than=None):
         if node_name == self.last:
@@ -297,7 +297,7 @@ def test_the_early_pass_plans_only_pods_that_could_start_a_read(monkeypatch):
     assert planned == ["rs-0"]
     reads.arrived(node, [pod(f"p-{i}", owner_ref=owner(name=f"rs-{i}"))
                          for i in range(1, gather.LIST_OWNERS + 1)])
-    assert pool.reads == [("list_template_pins", "ReplicaSet")] and len(planned) == gather.LIST_OWNERS + 1
+    assert pool.reads == [("list_template_pins", "ReplicaSet", None)] and len(planned) == gather.LIST_OWNERS + 1
     reads.arrived(node, [pod("late", owner_ref=owner(name="rs-late")), claim_pod("db-0", "data-0"),
                          claim_pod("db-1", "data-1")])
     assert planned[-2:] == ["db-0", "db-1"] and "late" not in planned     # ReplicaSets are listed already

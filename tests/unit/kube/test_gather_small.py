@@ -25,9 +25,10 @@ class Small(Listing):
         self._count("daemonset_exists")
         return name not in self.gone
 
-    def list_daemonset_keys(self):
+    def list_daemonset_keys(self, at_most):
         self._count("list_daemonset_keys")
-        return super().list_daemonset_keys() - {("default", name) for name in self.gone}
+        found = super().list_daemonset_keys(at_most)
+        return None if found is None else found - {("default", name) for name in self.gone}
 
 
 def cluster_of(pods, nodes=2, **kwargs):
@@ -84,6 +85,17 @@ def test_a_refused_list_falls_back_to_the_gets_with_the_same_answers_and_no_warn
     cluster.calls.clear()
     _, _, missing = gather.gather(cluster, [cluster.get_node(GPU_A)], small=True)
     assert missing == {("default", "removed")}
+
+
+def test_a_kind_with_more_than_a_page_of_objects_is_read_with_the_gets_after_all(monkeypatch):
+    monkeypatch.setattr(gather, "SMALL_LIST", 1)     # 2 DaemonSets and 2 ReplicaSets: over a page
+    plain, listed = cluster_of(workload(), gone={"removed"})
+    cluster, _ = cluster_of(workload(), gone={"removed"})
+    cluster.controllers[("default", "ReplicaSet", "rs-0")] = {"spec": {}}
+    verdicts = lambda decisions: {n: (d.action, d.reason) for n, d in decisions.items()}  # noqa: E731
+    assert verdicts(plan(cluster, listed)) == verdicts(plan(plain, listed))
+    assert sorted(cluster.calls) == ["daemonset_exists"] * 2 + ["get_controller"] * 2 + [
+        "list_daemonset_keys", "list_template_pins ReplicaSet"]
 
 
 def test_one_controller_of_a_kind_and_no_daemonset_pod_are_a_get_and_no_list():
