@@ -105,7 +105,8 @@ def test_a_bounded_list_is_one_page_and_none_when_there_are_more():
 
 
 def test_template_pins_bounded_and_not():
-    pinned = {"metadata": {"name": "p", "namespace": "n"}, "spec": {"template": {"spec": {"nodeName": "gpu-1"}}}}
+    pinned = {"metadata": {"name": "p", "namespace": "n"},
+              "spec": {"template": {"spec": {"nodeName": "gpu-1"}}}}
     pages = Pages([daemonset("a", "n"), pinned, daemonset("b", "n")], size=2)
     assert Kube(pages).list_template_pins("ReplicaSet") == {("n", "p"): "gpu-1"}
     assert pages.gets == [{"limit": 500}, {"limit": 500, "continue": "2"}]

@@ -297,7 +297,8 @@ def test_the_early_pass_plans_only_pods_that_could_start_a_read(monkeypatch):
     assert planned == ["rs-0"]
     reads.arrived(node, [pod(f"p-{i}", owner_ref=owner(name=f"rs-{i}"))
                          for i in range(1, gather.LIST_OWNERS + 1)])
-    assert pool.reads == [("list_template_pins", "ReplicaSet", None)] and len(planned) == gather.LIST_OWNERS + 1
+    assert pool.reads == [("list_template_pins", "ReplicaSet", None)]
+    assert len(planned) == gather.LIST_OWNERS + 1
     reads.arrived(node, [pod("late", owner_ref=owner(name="rs-late")), claim_pod("db-0", "data-0"),
                          claim_pod("db-1", "data-1")])
     assert planned[-2:] == ["db-0", "db-1"] and "late" not in planned     # ReplicaSets are listed already
