@@ -20,12 +20,13 @@ import threading
 import time
 from collections import deque
 from concurrent.futures import Future, ThreadPoolExecutor
+from typing import Deque, Optional, Tuple
 
 from ..core.dryrun import DryRun
 from ..errors import ApiError, ConnectionFailed
 from ..kube.retry import EVICTIONS, PDB_EVICTIONS
 from .audit import Audit
-from .plan import lanes
+from .plan import Target, lanes
 from .policy import Kind, after_conflict, classify
 from .state import (
     EVICTED,
@@ -44,6 +45,9 @@ from .watch import GoneWatcher
 NO_AUDIT = Audit(None, enabled=False, warn=None)
 HALT_GRACE = 5.0     # real seconds to let requests in flight finish after a stop or the deadline
 TICK = 0.5           # real seconds between checks while waiting
+# Threads that take the PDB chains' turns: with more chains they take turns (Evictor).  Sized by
+# scripts/bench_budgets.py (docs/benchmarks.md).
+CHAIN_WORKERS = 32
 
 
 # -- one pod --------------------------------------------------------------------------------------
@@ -120,27 +124,50 @@ def _send(kube, target, version, grace_period, dry_run):
     return None, version
 
 
+class Turn:
+    """Where one pod's eviction is, kept while its chain gives way to others (Evictor): the
+    attempts made, the resourceVersion to send, and the wait begun after the last refusal (its
+    end on the run's clock and its ``sleep``) not yet served.  ``give_way`` says, as a wait
+    begins, whether to end the turn there and leave the wait for the next one."""
+
+    def __init__(self, target, give_way=None):
+        self.attempt, self.version = 0, target.resource_version
+        self.started, self.evicted = False, False
+        self.wait = None
+        self.give_way = give_way or (lambda: False)
+
+
 def evict_pod(kube, node, target, *, halt, dry_run=DryRun.NONE, grace_period=-1,
               backoff=EVICTIONS, pdb_backoff=PDB_EVICTIONS, rng=None, audit=None, slots=None,
-              budgets=None):
+              budgets=None, turn=None):
     """Evicts one pod of ``node`` (a NodeEvacuation), retrying with backoff until the server
     accepts, the pod is gone, a verdict ends it, or ``halt`` stops the run: ``pdb_backoff``
     after a PodDisruptionBudget's refusal, ``backoff`` after any other.  ``slots`` (a
     semaphore) is held for each request only, never while backing off.  ``budgets`` (a
     budgets.BudgetWatch) ends a wait after a refusal of the pod's one PDB as soon as that
-    budget is seen allowing again."""
+    budget is seen allowing again.  True once the pod's eviction is over; False when ``turn``
+    (a Turn) gave way as a wait began (called again with it, the wait is served first)."""
     rng = rng or random.Random()
     slots = slots or contextlib.nullcontext()
     audit = audit or NO_AUDIT
-    if node.state_of(target.uid) == GONE:
-        return
-    node.set_state(target.uid, EVICTING, say=f"evicting pod {target.ref}{dry_run.suffix}")
-    attempt, version = 0, target.resource_version
+    turn = turn or Turn(target)
+    if not turn.started:
+        if node.state_of(target.uid) == GONE:
+            return True
+        node.set_state(target.uid, EVICTING, say=f"evicting pod {target.ref}{dry_run.suffix}")
+        turn.started = True
     budget = (target.namespace, target.pdbs[0]) if budgets and len(target.pdbs) == 1 else None
     while True:
+        if turn.wait is not None:
+            (until, sleep), turn.wait = turn.wait, None
+            if not halt.pause(max(until - halt.clock.now(), 0.0), sleep):
+                return True
+            turn.attempt += 1
+            if node.state_of(target.uid) == GONE:   # the watch saw it leave while we waited
+                return True
         mark = budgets.mark(budget) if budget else 0    # before the request: no allowing missed
         with slots:
-            verdict, version = _send(kube, target, version, grace_period, dry_run)
+            verdict, turn.version = _send(kube, target, turn.version, grace_period, dry_run)
         if verdict is None:
             if dry_run is DryRun.NONE:
                 node.set_state(target.uid, EVICTED, say=f"evicted pod {target.ref}")
@@ -148,22 +175,30 @@ def evict_pod(kube, node, target, *, halt, dry_run=DryRun.NONE, grace_period=-1,
             else:
                 node.set_state(target.uid, WOULD_EVICT,
                                say=f"pod {target.ref} would be evicted{dry_run.suffix}")
-            return
+            turn.evicted = True
+            return True
         if verdict.kind is Kind.PDB:
             audit.eviction_blocked(node.node, target, verdict.note)
         if ON_VERDICT[verdict.kind](node, target, verdict, dry_run) or \
                 node.state_of(target.uid) == GONE:
-            return
+            return True
         waits = pdb_backoff if verdict.kind is Kind.PDB else backoff
         sleep = budgets.waiter(budget, mark) if budget and verdict.kind is Kind.PDB else None
-        if not halt.pause(waits.delay(attempt, rng, verdict.retry_after), sleep):
-            return
-        attempt += 1
-        if node.state_of(target.uid) == GONE:   # the watch saw it leave while we waited
-            return
+        turn.wait = (halt.clock.now() + waits.delay(turn.attempt, rng, verdict.retry_after), sleep)
+        if turn.give_way():
+            return False
 
 
 # -- nodes ----------------------------------------------------------------------------------------
+class Chain:
+    """A PodDisruptionBudget's pods, evicted one after another: those waiting their turn, and
+    the one being evicted with its Turn."""
+
+    def __init__(self):
+        self.waiting: Deque[Tuple[NodeEvacuation, Target, Future]] = deque()  # done: its turn over
+        self.current: Optional[Tuple[NodeEvacuation, Target, Future, Turn]] = None
+
+
 class Evictor:
     """Evacuates nodes, one call of ``evacuate_node`` per node (callable from several threads):
     at most ``max_parallel`` eviction requests in flight, and one chain per PodDisruptionBudget,
@@ -172,14 +207,17 @@ class Evictor:
     ``budgets`` (a ``budgets.BudgetWatch``, not started) is started with the first chain and
     wakes a chain's pod as soon as its budget allows again; None: backoff only.
 
-    A chain is a thread of its own that takes its PDB's pods in turn, whichever node they are
+    The chains take turns on at most ``chain_workers`` threads, whichever node their pods are
     on: a pod waiting for its budget, or for the pod before it to be gone, holds no request
-    slot and no pool worker, so other budgets' pods go on meanwhile.  The pods under no single
-    PDB are lanes of one pod each, on a pool of ``max_parallel`` workers."""
+    slot, so other budgets' pods go on meanwhile.  With more chains than workers, a chain whose
+    pod begins to wait gives its worker to the next chain waiting for one and queues again
+    behind it, its wait kept (a Turn): a budget that never allows holds no worker for good.
+    The pods under no single PDB are lanes of one pod each, on a pool of ``max_parallel``
+    workers."""
 
     def __init__(self, kube, *, halt=None, dry_run=DryRun.NONE, grace_period=-1, max_parallel=8,
                  progress=None, rng=None, backoff=EVICTIONS, poll_interval=1.0, watch_window=5.0,
-                 audit=None, budgets=None):
+                 audit=None, budgets=None, chain_workers=None):
         self._kube = kube
         self._budgets = budgets
         self.halt = halt or Halt()
@@ -190,7 +228,9 @@ class Evictor:
         self._progress = progress or (lambda message: None)
         self._say_lock = threading.Lock()
         self._watching = dict(poll=poll_interval, window=watch_window)
-        self._chains = {}               # PDB key -> deque of (run, target, Future) to evict in turn
+        self._chains = {}               # PDB key -> Chain
+        self._queued: Deque[Tuple[str, str]] = deque()   # PDB keys of chains waiting for a worker
+        self._chain_workers, self._busy_workers = chain_workers or CHAIN_WORKERS, 0
         self._chains_lock = threading.Lock()
         self._pool = ThreadPoolExecutor(max_workers=max_parallel, thread_name_prefix="evict")
 
@@ -204,34 +244,61 @@ class Evictor:
             self._progress(message)
 
     def _enqueue(self, pdb_key, run, target):
-        """A Future done once the target's turn in its PDB's chain is over; starts the chain."""
+        """A Future done once the target's turn in its PDB's chain is over; starts the chain,
+        on a worker of its own while there are fewer than ``chain_workers``."""
         done: "Future[None]" = Future()
         with self._chains_lock:
-            waiting = self._chains.get(pdb_key)
-            if waiting is None:
+            chain = self._chains.get(pdb_key)
+            if chain is None:
                 if self._budgets is not None and not self._budgets.started:
                     self._budgets.start()
-                waiting = self._chains[pdb_key] = deque()
-                threading.Thread(target=self._run_chain, args=(pdb_key,), daemon=True,
-                                 name=f"evict-pdb-{pdb_key[0]}/{pdb_key[1]}").start()
-            waiting.append((run, target, done))
+                chain = self._chains[pdb_key] = Chain()
+                self._queued.append(pdb_key)
+                if self._busy_workers < self._chain_workers:
+                    self._busy_workers += 1
+                    threading.Thread(target=self._chain_worker, daemon=True,
+                                     name=f"evict-pdb-{self._busy_workers}").start()
+            chain.waiting.append((run, target, done))
         return done
 
-    def _run_chain(self, pdb_key):
-        """Evicts a PDB's pods one after another, each once the one before it is gone; ends
-        when none is waiting."""
+    def _give_way(self):
+        """Whether a chain waits for a worker while every worker is busy."""
+        return bool(self._queued) and self._busy_workers >= self._chain_workers
+
+    def _chain_worker(self):
+        """Takes the queued chains' turns, in order, until none is queued."""
         while True:
             with self._chains_lock:
-                waiting = self._chains[pdb_key]
-                if not waiting:
-                    del self._chains[pdb_key]
+                if not self._queued:
+                    self._busy_workers -= 1
                     return
-                run, target, done = waiting.popleft()
+                pdb_key = self._queued.popleft()
+            self._take_turn(pdb_key)
+
+    def _take_turn(self, pdb_key):
+        """Evicts a PDB's pods one after another, each once the one before it is gone, until
+        none is waiting (the chain ends) or its pod gives way (the chain queues again)."""
+        while True:
+            with self._chains_lock:
+                chain = self._chains[pdb_key]
+                if chain.current is None:
+                    if not chain.waiting:
+                        del self._chains[pdb_key]
+                        return
+                    run, target, done = chain.waiting.popleft()
+                    chain.current = (run, target, done, Turn(target, self._give_way))
+                run, target, done, turn = chain.current
+            over = True
             try:
-                if not self.halt.halted():
-                    self._evict(run, target, wait_gone=True)
+                over = self.halt.halted() or self._evict_in_turn(run, target, turn)
             finally:
-                done.set_result(None)
+                if over:
+                    chain.current = None
+                    done.set_result(None)
+            if not over:
+                with self._chains_lock:
+                    self._queued.append(pdb_key)
+                return
 
     def evacuate_node(self, node, targets):
         """Evicts the targets (waiting for terminating ones) and returns one Outcome per target.
@@ -272,17 +339,31 @@ class Evictor:
 
     def _run_solo(self, run, target):
         if not self.halt.halted():
-            self._evict(run, target, wait_gone=False)
+            self._evict(run, target)
 
-    def _evict(self, run, target, *, wait_gone):
-        """Evicts one target; with ``wait_gone`` (one disruption at a time per PDB), returns
-        only once the pod is gone or the run stops."""
+    def _evict(self, run, target):
+        """Evicts one target of no single PDB's chain."""
         try:
             evict_pod(self._kube, run, target, **self._eviction)
             run.say_deferred_gone(target.uid)
-            if wait_gone:
-                with run.cond:
-                    while run.state_of(target.uid) == EVICTED and not self.halt.halted():
-                        run.cond.wait(TICK)
         except Exception as exc:  # a bug: report it on the pod instead of hanging the node
             run.set_state(target.uid, FAILED, f"internal error ({type(exc).__name__}: {exc})")
+
+    def _evict_in_turn(self, run, target, turn):
+        """One turn of a chain's pod: evicts it and, one disruption at a time per PDB, waits
+        until it is gone or the run stops.  True when its turn is over; False when it gave way
+        (the wait it began is kept in ``turn``), which it does while waiting to be gone only
+        after a tick of that wait."""
+        try:
+            if not turn.evicted:
+                if not evict_pod(self._kube, run, target, turn=turn, **self._eviction):
+                    return False
+                run.say_deferred_gone(target.uid)
+            with run.cond:
+                while run.state_of(target.uid) == EVICTED and not self.halt.halted():
+                    run.cond.wait(TICK)
+                    if run.state_of(target.uid) == EVICTED and turn.give_way():
+                        return False
+        except Exception as exc:  # a bug: report it on the pod instead of hanging the node
+            run.set_state(target.uid, FAILED, f"internal error ({type(exc).__name__}: {exc})")
+        return True
