@@ -163,7 +163,8 @@ def _flushed():
 
 
 def _workers_left():
-    """Whether a thread the interpreter would wait for at exit is still running."""
+    """Whether a thread the interpreter would wait for at exit is still running, or something
+    must run at exit: coverage.py (the suite's subprocess measurement) saves its data then."""
     import threading
-    return any(t.is_alive() and not t.daemon for t in threading.enumerate()
-               if t is not threading.main_thread())
+    return "coverage" in sys.modules or any(t.is_alive() and not t.daemon for t in threading.enumerate()
+                                            if t is not threading.main_thread())

@@ -19,7 +19,7 @@ LIST_OWNERS = 50
 # A cluster of at most this many nodes is small: there the DaemonSets and, from a kind's second
 # controller on, the controllers are listed, one request a kind instead of a GET each (at seed
 # size 35 requests become 10), each list one page of at most SMALL_LIST objects: a kind with more
-# is read with the GETs after all.  Measured on the seed sandbox (docs/performance.md): 16
+# is read with the GETs after all.  Measured on the seed sandbox (docs/benchmarks.md): 16
 # ReplicaSet GETs on 8 workers take ~21 ms; a list of 23 ReplicaSets 3 ms, of 123 15 ms, of 523
 # 34 ms, of 1,273 94 ms.  Old revisions (revisionHistoryLimit 10) make many per node.
 SMALL_CLUSTER = 50

@@ -403,6 +403,7 @@ def exits(monkeypatch):
         return end
     monkeypatch.setattr(cli.os, "_exit", record("os._exit"))
     monkeypatch.setattr(cli.sys, "exit", record("sys.exit"))
+    monkeypatch.delitem(cli.sys.modules, "coverage", raising=False)   # a run under pytest-cov
     return lambda: pytest.raises(_Exits)
 
 
@@ -469,3 +470,11 @@ def test_an_interrupted_run_ends_at_once_even_with_workers_left_and_a_broken_pip
         release.set()
         worker.join()
     assert ended.value.args == ("os._exit", code)
+
+
+def test_a_run_under_coverage_exits_normally_so_its_data_is_saved(monkeypatch, exits):
+    monkeypatch.setattr(cli, "main", lambda: 0)
+    monkeypatch.setitem(cli.sys.modules, "coverage", object())
+    with exits() as ended:
+        cli.entry_point()
+    assert ended.value.args == ("sys.exit", 0)
