@@ -8,7 +8,7 @@ from kubectl_gpuisolate.kube import essentials, gather
 
 from ..evict_fakes import WORKER
 from ..factories import GPU_A, GPU_TAINT, gpu_node, owner, pod
-from .test_gather_landing import OPTIONS, Listing, claim_pod, pvc
+from .test_gather_landing import OPTIONS, Listing, Submitted, claim_pod, pvc
 
 PINNED = {("default", "ReplicaSet", "rs-1"): {"spec": {"template": {"spec": {"nodeName": GPU_A}}}}}
 FORBIDDEN = api_error("forbidden: cannot list at the cluster scope", status=403)
@@ -50,6 +50,10 @@ def plan(cluster, listed):
     return {d.name: d for p in found for d in p.decisions}
 
 
+def verdicts(decisions):
+    return {name: (d.action, d.reason) for name, d in decisions.items()}
+
+
 def test_a_small_cluster_lists_each_kind_once_instead_of_a_get_each():
     cluster, listed = cluster_of(workload(), gone={"removed"})
     decisions = plan(cluster, listed)
@@ -62,7 +66,6 @@ def test_a_small_cluster_lists_each_kind_once_instead_of_a_get_each():
 def test_above_the_size_the_same_reads_are_a_get_each_with_the_same_answers():
     small, listed = cluster_of(workload(), gone={"removed"})
     large, many = cluster_of(workload(), nodes=gather.SMALL_CLUSTER + 1, gone={"removed"})
-    verdicts = lambda decisions: {n: (d.action, d.reason) for n, d in decisions.items()}  # noqa: E731
     assert verdicts(plan(large, many)) == verdicts(plan(small, listed))
     assert sorted(large.calls) == ["daemonset_exists"] * 2 + ["get_controller"] * 2
     _, _, missing = gather.gather(large, [large.get_node(GPU_A)])
@@ -92,7 +95,6 @@ def test_a_kind_with_more_than_a_page_of_objects_is_read_with_the_gets_after_all
     plain, listed = cluster_of(workload(), gone={"removed"})
     cluster, _ = cluster_of(workload(), gone={"removed"})
     cluster.controllers[("default", "ReplicaSet", "rs-0")] = {"spec": {}}
-    verdicts = lambda decisions: {n: (d.action, d.reason) for n, d in decisions.items()}  # noqa: E731
     assert verdicts(plan(cluster, listed)) == verdicts(plan(plain, listed))
     assert sorted(cluster.calls) == ["daemonset_exists"] * 2 + ["get_controller"] * 2 + [
         "list_daemonset_keys", "list_template_pins ReplicaSet"]
@@ -104,20 +106,9 @@ def test_one_controller_of_a_kind_and_no_daemonset_pod_are_a_get_and_no_list():
     assert cluster.calls == ["get_controller"]
 
 
-class Submitted:
-    """A pool that records what would be read, and runs nothing."""
-
-    def __init__(self):
-        self.reads = []
-
-    def submit(self, fn, *args):
-        self.reads.append((fn.__name__, *args))
-
-
 @pytest.mark.parametrize("small", [True, False])
 def test_a_small_cluster_reads_a_movers_claim_as_soon_as_its_pods_arrive(small):
-    pool = Small([], [], pvcs={("apps", "data"): pvc()}), Submitted()
-    kube, submitted = pool
+    kube, submitted = Small([], [], pvcs={("apps", "data"): pvc()}), Submitted()
     reads = gather.LandingReads(kube, OPTIONS, submitted, small=small)
     reads.arrived(gpu_node(GPU_A, taints=[GPU_TAINT]), [claim_pod()])
     early = [("_volume", kube, ("apps", "data"))] if small else []
