@@ -139,7 +139,7 @@ class LandingReads:
 
     def __init__(self, kube, options: planner.PlanOptions, pool: ThreadPoolExecutor, *, small=False):
         self.kube, self.options, self.pool = kube, options, pool
-        self.list_over, self.small = (SMALL_LIST_OWNERS if small else LIST_OWNERS), small
+        self.small = small
         self.owners: Dict[str, Set[Tuple[str, str]]] = {}
         self.claims: Set[Tuple[str, str]] = set()
         self.started: Dict[str, Future] = {}                  # kind: its template list
@@ -160,7 +160,7 @@ class LandingReads:
                 continue
             seen = self.owners.setdefault(kind, set())
             seen.add((namespace, name))
-            if len(seen) > self.list_over:
+            if len(seen) > (SMALL_LIST_OWNERS if self.small else LIST_OWNERS):
                 self.started[kind] = self.pool.submit(self.kube.list_template_pins, kind,
                                                       SMALL_LIST if self.small else None)
 

@@ -1,9 +1,11 @@
 """cli.py wiring without a cluster: help, flag placement, one-line errors, exit codes,
 and that the fast paths never import ``kubernetes`` or urllib3."""
 
+import contextlib
 import os
 import subprocess
 import sys
+import threading
 
 import pytest
 
@@ -407,6 +409,26 @@ def exits(monkeypatch):
     return lambda: pytest.raises(_Exits)
 
 
+@contextlib.contextmanager
+def thread_running(daemon):
+    """A thread that runs for the block (a worker the exit would wait for, unless ``daemon``)."""
+    release = threading.Event()
+    worker = threading.Thread(target=release.wait, daemon=daemon)
+    worker.start()
+    try:
+        yield
+    finally:
+        release.set()
+        worker.join()
+
+
+def _broken_pipe(self):
+    raise BrokenPipeError(32, "Broken pipe")
+
+
+UNFLUSHABLE = type("Out", (), {"flush": _broken_pipe})
+
+
 @pytest.mark.parametrize("code", [0, 1, EXIT_USAGE])
 def test_a_finished_run_with_no_worker_left_ends_without_teardown_after_flushing(monkeypatch, exits, code):
     flushed = []
@@ -418,36 +440,22 @@ def test_a_finished_run_with_no_worker_left_ends_without_teardown_after_flushing
 
 
 def test_a_run_that_leaves_a_worker_thread_exits_normally_so_it_is_waited_for(monkeypatch, exits):
-    import threading
-    release = threading.Event()
-    worker = threading.Thread(target=release.wait, daemon=False)
-    worker.start()
     monkeypatch.setattr(cli, "main", lambda: 0)
-    try:
-        with exits() as ended:
-            cli.entry_point()
-    finally:
-        release.set()
-        worker.join()
+    with thread_running(daemon=False), exits() as ended:
+        cli.entry_point()
     assert ended.value.args == ("sys.exit", 0)
 
 
 def test_a_daemon_thread_does_not_keep_the_normal_exit(monkeypatch, exits):
-    import threading
-    release = threading.Event()
-    threading.Thread(target=release.wait, daemon=True).start()
     monkeypatch.setattr(cli, "main", lambda: 3)
-    with exits() as ended:
+    with thread_running(daemon=True), exits() as ended:
         cli.entry_point()
-    release.set()
     assert ended.value.args == ("os._exit", 3)
 
 
 def test_output_that_cannot_be_flushed_is_left_to_the_normal_exit(monkeypatch, exits):
-    def broken(self):
-        raise BrokenPipeError(32, "Broken pipe")
     monkeypatch.setattr(cli, "main", lambda: 0)
-    monkeypatch.setattr(cli.sys, "stdout", type("Out", (), {"flush": broken})())
+    monkeypatch.setattr(cli.sys, "stdout", UNFLUSHABLE())
     with exits() as ended:
         cli.entry_point()
     assert ended.value.args == ("sys.exit", 0)
@@ -455,20 +463,10 @@ def test_output_that_cannot_be_flushed_is_left_to_the_normal_exit(monkeypatch, e
 
 @pytest.mark.parametrize("code", [cli.EXIT_SIGINT, cli.EXIT_SIGTERM])
 def test_an_interrupted_run_ends_at_once_even_with_workers_left_and_a_broken_pipe(monkeypatch, exits, code):
-    import threading
-    release = threading.Event()
-    worker = threading.Thread(target=release.wait, daemon=False)
-    worker.start()
-    def broken(self):
-        raise BrokenPipeError(32, "Broken pipe")
     monkeypatch.setattr(cli, "main", lambda: code)
-    monkeypatch.setattr(cli.sys, "stdout", type("Out", (), {"flush": broken})())
-    try:
-        with exits() as ended:
-            cli.entry_point()
-    finally:
-        release.set()
-        worker.join()
+    monkeypatch.setattr(cli.sys, "stdout", UNFLUSHABLE())
+    with thread_running(daemon=False), exits() as ended:
+        cli.entry_point()
     assert ended.value.args == ("os._exit", code)
 
 

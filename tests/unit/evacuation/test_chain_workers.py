@@ -3,19 +3,16 @@ turns, a budget that never allows holds no worker for good, and a budget's pods 
 a time.  The clock is a FakeClock: waits move it, nothing sleeps for real but the gone-wait's
 ticks, which a pod's going wakes."""
 
-import random
 import threading
 import time
 
 import pytest
 
-from kubectl_gpuisolate.evacuation.engine import Evictor
 from kubectl_gpuisolate.evacuation.plan import Target
-from kubectl_gpuisolate.evacuation.state import EVICTED, GONE, PDB_BLOCKED, Halt
+from kubectl_gpuisolate.evacuation.state import EVICTED, GONE, PDB_BLOCKED
 
 from ..evict_fakes import OK, FakeClock, FakeNode, pdb_429
-
-NODE = "gpu-1"
+from .test_engine import run_node
 
 
 def target(name, pdb):
@@ -41,13 +38,25 @@ class Sampled(FakeNode):
 
 
 def run(fake, targets, chain_workers, stop=None):
-    halt = Halt(FakeClock(lanes_only=True), stop)   # the watcher's polls move no time
-    evictor = Evictor(fake, halt=halt, rng=random.Random(3), chain_workers=chain_workers,
-                      poll_interval=0.01)
-    try:
-        return {o.target.name: o for o in evictor.evacuate_node(NODE, targets)}
-    finally:
-        evictor.close()
+    outcomes, _, _ = run_node(fake, targets, clock=FakeClock(lanes_only=True), stop=stop,
+                              chain_workers=chain_workers, poll_interval=0.01)
+    return outcomes    # lanes_only: the watcher's polls move no time
+
+
+def stop_once_evicted(fake, names):
+    """An Event set once each of ``names`` has been evicted (or after 10 s: the test then fails)."""
+    stop = threading.Event()
+
+    def watch():
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            with fake.lock:
+                if not set(names) & set(fake.pods) - set(fake.terminating):
+                    break
+            time.sleep(0.01)
+        stop.set()
+    threading.Thread(target=watch, daemon=True).start()
+    return stop
 
 
 def refused_slowly(pdb):
@@ -65,17 +74,8 @@ def test_a_budget_that_never_allows_does_not_hold_the_workers_from_the_others(ch
     budgets = {"a-stuck": "never", "b-stuck": "nope", "c": "web", "d": "api", "e": "db"}
     fake = Sampled(list(budgets), budgets, script={"a-stuck": [refused_slowly("never")],
                                                    "b-stuck": [refused_slowly("nope")]})
-    stop, movable = threading.Event(), {"c", "d", "e"}
-
-    def stop_once_the_others_are_evicted():      # or after 10 s: then the test fails
-        deadline = time.monotonic() + 10
-        while time.monotonic() < deadline:
-            with fake.lock:
-                if not movable & set(fake.pods) - set(fake.terminating):
-                    break
-            time.sleep(0.01)
-        stop.set()
-    threading.Thread(target=stop_once_the_others_are_evicted, daemon=True).start()
+    movable = {"c", "d", "e"}
+    stop = stop_once_evicted(fake, movable)
     outcomes = run(fake, [target(n, p) for n, p in budgets.items()], chain_workers, stop)
     assert {outcomes[n].state for n in movable} <= {GONE, EVICTED}, outcomes
     assert {outcomes[n].state for n in ("a-stuck", "b-stuck")} == {PDB_BLOCKED}
@@ -122,14 +122,7 @@ class Held(Sampled):
 def test_a_pod_that_never_goes_does_not_hold_the_only_worker():
     budgets = {"a-held": "web", "a-next": "web", "b": "api"}
     fake = Held(list(budgets), budgets)
-    stop = threading.Event()
-
-    def stop_once_b_is_evicted():
-        deadline = time.monotonic() + 10
-        while time.monotonic() < deadline and "b" in fake.pods and "b" not in fake.terminating:
-            time.sleep(0.01)
-        stop.set()
-    threading.Thread(target=stop_once_b_is_evicted, daemon=True).start()
+    stop = stop_once_evicted(fake, {"b"})
     outcomes = run(fake, [target(n, p) for n, p in budgets.items()], chain_workers=1, stop=stop)
     assert outcomes["b"].state in (GONE, EVICTED) and outcomes["a-held"].state == EVICTED
     assert "a-next" not in [call[1] for call in fake.calls]   # its budget's pod before it is not gone
