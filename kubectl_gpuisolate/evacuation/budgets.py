@@ -7,7 +7,10 @@ replaced and healthy, and the disruption controller writes that into the budget'
 So the engine watches the budgets: one cluster-wide list, then a watch from its
 resourceVersion, again after each window.  Each time a budget is seen allowing, its count goes
 up; a pod refused by it waits (``waiter``) until the count passes the one it noted before its
-request was sent, or its backoff ends, whichever is first.
+request was sent, or its backoff ends, whichever is first.  The watch also keeps whether each
+budget was last seen allowing (``refusing``): the engine holds a chain's next pod while the
+budget its previous eviction used up is still seen at 0, rather than have it refused once a
+cycle (45 % of the requests at 5,000 nodes, issue #35).
 
 The watch loop naps in real time, whatever the run's clock.  It is advisory: the backoff still
 bounds every wait, so a watch that cannot run (RBAC without ``watch``, silently; a proxy that
@@ -43,6 +46,8 @@ class BudgetWatch:
         self._kube, self._halt = kube, halt
         self._window = window
         self._seen: Dict[Key, int] = {}
+        self._refusing: Set[Key] = set()     # the budgets last seen allowing none
+        self._live = False                   # listed, and watching since
         self._waiting: Dict[Key, Set[threading.Event]] = {}   # the waiters' wake events
         self._lock = threading.Lock()
         self._closed = False
@@ -60,6 +65,12 @@ class BudgetWatch:
         """The count of ``key`` now: note it before sending the request a refusal may follow."""
         with self._lock:
             return self._seen.get(key, 0)
+
+    def refusing(self, key: Key) -> bool:
+        """Whether the watch, running, last saw ``key`` allowing no disruption (False when it
+        is not running: nothing is known)."""
+        with self._lock:
+            return self._live and key in self._refusing
 
     def waiter(self, key: Key, mark: int):
         """A ``sleep(seconds, stop)`` on the run's clock that ends early once ``key`` is seen
@@ -86,11 +97,22 @@ class BudgetWatch:
     def _note(self, pdbs):
         with self._lock:
             for pdb in pdbs:
-                if allowing(pdb):
-                    key = key_of(pdb)
+                key = key_of(pdb)
+                if not allowing(pdb):
+                    self._refusing.add(key)
+                else:
+                    self._refusing.discard(key)
                     self._seen[key] = self._seen.get(key, 0) + 1
                     for wake in self._waiting.get(key, ()):
                         wake.set()
+
+    def _forget(self, pdb):
+        with self._lock:
+            self._refusing.discard(key_of(pdb))
+
+    def _set_live(self, live):
+        with self._lock:
+            self._live = live
 
     def _over(self):
         return self._closed or self._halt.halted()
@@ -104,6 +126,9 @@ class BudgetWatch:
             started = time.monotonic()
             try:
                 pdbs, version = self._kube.list_pdbs_with_version()
+                with self._lock:
+                    self._refusing.clear()   # a budget deleted since is known no more
+                    self._live = True
                 self._note(pdbs)
                 failures = 0
                 for kind, pdb in self._kube.watch_pdbs(version, self._window):
@@ -111,6 +136,8 @@ class BudgetWatch:
                         break
                     if kind in ("ADDED", "MODIFIED"):
                         self._note([pdb])
+                    elif kind == "DELETED":
+                        self._forget(pdb)
                     if self._over():
                         break
                 if time.monotonic() - started < 1.0:   # a watch the server ended at once
@@ -118,7 +145,9 @@ class BudgetWatch:
             except Gone:
                 continue
             except ApiError:               # e.g. 403: no watch (optional in rbac/clusterrole.yaml)
+                self._set_live(False)
                 return                     # the backoff alone, as before; -v=6 shows the answer
             except ConnectionFailed:
+                self._set_live(False)
                 failures += 1
                 self._halt.stop.wait(min(2.0 ** (failures - 1), MAX_NAP))

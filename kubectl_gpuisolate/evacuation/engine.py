@@ -45,9 +45,13 @@ from .watch import GoneWatcher
 NO_AUDIT = Audit(None, enabled=False, warn=None)
 HALT_GRACE = 5.0     # real seconds to let requests in flight finish after a stop or the deadline
 TICK = 0.5           # real seconds between checks while waiting
-# Threads that take the PDB chains' turns: with more chains they take turns (Evictor).  Sized by
-# scripts/bench_budgets.py (docs/benchmarks.md).
-CHAIN_WORKERS = 32
+# Threads that take the PDB chains' turns: with more chains they take turns (Evictor), and a
+# chain taken up serves what is left of its wait on its worker, so a turn can come late.  Above
+# the limit bench's 50 budgets for that; scripts/bench_budgets.py measured 500 (docs/benchmarks.md).
+CHAIN_WORKERS = 64
+# Seconds at most that a chain's next pod is held while its budget, used up by the eviction
+# before, is seen allowing none; then it is sent anyway, and a refusal is retried as any other.
+HOLD = 5.0
 
 
 # -- one pod --------------------------------------------------------------------------------------
@@ -128,13 +132,37 @@ class Turn:
     """Where one pod's eviction is, kept while its chain gives way to others (Evictor): the
     attempts made, the resourceVersion to send, and the wait begun after the last refusal (its
     end on the run's clock and its ``sleep``) not yet served.  ``give_way`` says, as a wait
-    begins, whether to end the turn there and leave the wait for the next one."""
+    begins, whether to end the turn there and leave the wait for the next one.  ``after_eviction``:
+    the pod before it in its chain was evicted in this run, so its budget is expected to allow
+    none until that pod's replacement is ready (see ``hold``)."""
 
-    def __init__(self, target, give_way=None):
+    def __init__(self, target, give_way=None, *, after_eviction=False):
         self.attempt, self.version = 0, target.resource_version
         self.started, self.evicted = False, False
         self.wait = None
+        self.may_hold = after_eviction
         self.give_way = give_way or (lambda: False)
+
+
+def hold(turn, budget, budgets, halt):
+    """Before a chain's next pod is first sent: while the watch sees the budget that the pod
+    before used up still allowing none, a wait of at most HOLD for it to allow again, as a
+    request now would only be refused (one refusal each cycle, at 5,000 nodes 45 % of the
+    requests: issue #35).  Only after an eviction of this run's, so a budget that refuses from
+    the start is still asked and its refusal reported.  True when the pod is held."""
+    may_hold, turn.may_hold = turn.may_hold, False     # only before the first request
+    if not (may_hold and budget and budgets.refusing(budget)):
+        return False
+    turn.wait = (halt.clock.now() + HOLD, budgets.waiter(budget, budgets.mark(budget)))
+    return True
+
+
+def _accepted(node, target, dry_run, audit):
+    if dry_run is DryRun.NONE:
+        node.set_state(target.uid, EVICTED, say=f"evicted pod {target.ref}")
+        audit.evicted(node.node, target)
+    else:
+        node.set_state(target.uid, WOULD_EVICT, say=f"pod {target.ref} would be evicted{dry_run.suffix}")
 
 
 def evict_pod(kube, node, target, *, halt, dry_run=DryRun.NONE, grace_period=-1,
@@ -157,6 +185,8 @@ def evict_pod(kube, node, target, *, halt, dry_run=DryRun.NONE, grace_period=-1,
         node.set_state(target.uid, EVICTING, say=f"evicting pod {target.ref}{dry_run.suffix}")
         turn.started = True
     budget = (target.namespace, target.pdbs[0]) if budgets and len(target.pdbs) == 1 else None
+    if hold(turn, budget, budgets, halt) and turn.give_way():
+        return False
     while True:
         if turn.wait is not None:
             (until, sleep), turn.wait = turn.wait, None
@@ -169,12 +199,7 @@ def evict_pod(kube, node, target, *, halt, dry_run=DryRun.NONE, grace_period=-1,
         with slots:
             verdict, turn.version = _send(kube, target, turn.version, grace_period, dry_run)
         if verdict is None:
-            if dry_run is DryRun.NONE:
-                node.set_state(target.uid, EVICTED, say=f"evicted pod {target.ref}")
-                audit.evicted(node.node, target)
-            else:
-                node.set_state(target.uid, WOULD_EVICT,
-                               say=f"pod {target.ref} would be evicted{dry_run.suffix}")
+            _accepted(node, target, dry_run, audit)
             turn.evicted = True
             return True
         if verdict.kind is Kind.PDB:
@@ -197,6 +222,7 @@ class Chain:
     def __init__(self):
         self.waiting: Deque[Tuple[NodeEvacuation, Target, Future]] = deque()  # done: its turn over
         self.current: Optional[Tuple[NodeEvacuation, Target, Future, Turn]] = None
+        self.evicted = False             # a pod of it was evicted in this run
 
 
 class Evictor:
@@ -286,13 +312,15 @@ class Evictor:
                         del self._chains[pdb_key]
                         return
                     run, target, done = chain.waiting.popleft()
-                    chain.current = (run, target, done, Turn(target, self._give_way))
+                    chain.current = (run, target, done,
+                                     Turn(target, self._give_way, after_eviction=chain.evicted))
                 run, target, done, turn = chain.current
             over = True
             try:
                 over = self.halt.halted() or self._evict_in_turn(run, target, turn)
             finally:
                 if over:
+                    chain.evicted |= turn.evicted and self._dry_run is DryRun.NONE
                     chain.current = None
                     done.set_result(None)
             if not over:

@@ -1,0 +1,137 @@
+"""evacuation/engine.py's hold and budgets.py's ``refusing``: a chain's next pod is not sent while
+the budget its predecessor's eviction used up is seen allowing none; it waits for the watch to
+see the budget allow (at most HOLD), so a budget's cycle costs no refused request.  A chain's
+first pod, a dry run and a budget not seen refusing are sent at once, as before."""
+
+import threading
+
+from kubectl_gpuisolate.core.dryrun import DryRun
+from kubectl_gpuisolate.errors import ConnectionFailed, api_error
+from kubectl_gpuisolate.evacuation import engine
+from kubectl_gpuisolate.evacuation.budgets import BudgetWatch
+from kubectl_gpuisolate.evacuation.state import GONE, WOULD_EVICT, Halt
+
+from ..evict_fakes import OK, FakeClock, FakeNode, pdb_429
+from .test_budgets import KEY, ScriptedKube, pdb
+from .test_engine import run_node, target
+
+WEB = ("default", "web")
+
+
+class HoldingBudgets:
+    """A BudgetWatch's face to the engine, its budgets seen refusing as ``refusing`` says; each
+    wait is recorded (with the calls made before it) and ends at once, or runs its whole
+    time on the clock with ``full_waits``."""
+
+    def __init__(self, fake, refusing=True, full_waits=False, clock=None):
+        self.fake, self.is_refusing, self.started = fake, refusing, True
+        self.full_waits, self.clock = full_waits, clock
+        self.waits = []
+
+    def refusing(self, key):
+        return self.is_refusing
+
+    def mark(self, key):
+        return 0
+
+    def waiter(self, key, mark):
+        def sleep(seconds, stop):
+            self.waits.append((key, [c[1] for c in self.fake.calls], seconds))
+            if self.full_waits:
+                self.clock.sleep(seconds, stop)
+        return sleep
+
+    def close(self):
+        pass
+
+
+def chain_of(*names):
+    return [target(n, pdbs=("web",)) for n in names]
+
+
+def test_the_next_pod_of_a_chain_waits_for_its_budget_before_its_first_request():
+    fake = FakeNode(["a", "b", "c"])
+    budgets = HoldingBudgets(fake)
+    outcomes, said, _ = run_node(fake, chain_of("a", "b", "c"), budgets=budgets)
+    assert {n: o.state for n, o in outcomes.items()} == {"a": GONE, "b": GONE, "c": GONE}
+    assert [c[1] for c in fake.calls] == ["a", "b", "c"]          # no refused request
+    assert budgets.waits == [(WEB, ["a"], engine.HOLD), (WEB, ["a", "b"], engine.HOLD)]
+    assert not [s for s in said if "blocked by" in s]
+
+
+def test_a_chains_first_pod_is_sent_even_while_its_budget_is_seen_refusing():
+    fake = FakeNode(["a"], script={"a": [pdb_429(has=1), OK]})
+    budgets = HoldingBudgets(fake)
+    outcomes, said, _ = run_node(fake, chain_of("a"), budgets=budgets)
+    assert outcomes["a"].state == GONE and [c[1] for c in fake.calls] == ["a", "a"]
+    assert [w[1] for w in budgets.waits] == [["a"]]               # the wait after its refusal
+    assert "pod default/a blocked by PDB default/web: needs 2 healthy, has 1" in said
+
+
+def test_a_budget_not_seen_refusing_holds_nothing():
+    fake = FakeNode(["a", "b"])
+    budgets = HoldingBudgets(fake, refusing=False)
+    outcomes, _, _ = run_node(fake, chain_of("a", "b"), budgets=budgets)
+    assert outcomes["b"].state == GONE and budgets.waits == []
+
+
+def test_a_hold_that_is_never_ended_early_lasts_HOLD_on_the_clock():
+    clock = FakeClock()
+    fake = FakeNode(["a", "b"], script={"b": [pdb_429(has=1), OK]})
+    budgets = HoldingBudgets(fake, full_waits=True, clock=clock)
+    outcomes, said, _ = run_node(fake, chain_of("a", "b"), budgets=budgets, clock=clock)
+    assert outcomes["b"].state == GONE and [c[1] for c in fake.calls] == ["a", "b", "b"]
+    assert budgets.waits[0] == (WEB, ["a"], engine.HOLD)
+    assert engine.HOLD in clock.lane_sleeps()
+    assert "pod default/b blocked by PDB default/web: needs 2 healthy, has 1" in said
+
+
+def test_a_dry_run_holds_nothing():
+    fake = FakeNode(["a", "b"])
+    budgets = HoldingBudgets(fake)
+    outcomes, _, _ = run_node(fake, chain_of("a", "b"), budgets=budgets, dry_run=DryRun.SERVER)
+    assert {o.state for o in outcomes.values()} == {WOULD_EVICT} and budgets.waits == []
+
+
+# -- budgets.BudgetWatch.refusing -----------------------------------------------------------------
+def test_refusing_is_what_the_running_watch_last_saw():
+    budgets = BudgetWatch(None, Halt())
+    budgets._note([pdb(allowed=0)])
+    assert not budgets.refusing(KEY)               # not listed yet: nothing is known
+    budgets._set_live(True)
+    assert budgets.refusing(KEY)
+    budgets._note([pdb(allowed=1)])
+    assert not budgets.refusing(KEY)
+    budgets._note([pdb(allowed=0)])
+    budgets._forget(pdb())                         # deleted
+    assert not budgets.refusing(KEY)
+
+
+def wait_for(condition):
+    for _ in range(500):
+        if condition():
+            return True
+        threading.Event().wait(0.01)
+    return False
+
+
+def test_the_loop_knows_a_refusing_budget_from_its_list_and_forgets_it_when_deleted():
+    kube = ScriptedKube([[pdb(allowed=0)]])
+    budgets = BudgetWatch(kube, Halt()).start()
+    try:
+        assert wait_for(lambda: budgets.refusing(KEY))
+        kube.events.put(("DELETED", pdb(allowed=0)))
+        assert wait_for(lambda: not budgets.refusing(KEY))
+    finally:
+        budgets.close()
+        kube.events.put(None)
+
+
+def test_a_watch_that_fails_knows_nothing():
+    for error in (api_error("forbidden", status=403, reason="Forbidden"),
+                  ConnectionFailed("cannot reach the API server")):
+        stop = threading.Event()
+        budgets = BudgetWatch(ScriptedKube([[pdb(allowed=0)]], watch_error=error), Halt(stop=stop))
+        stop.wait = lambda seconds=None, stop=stop: stop.set() or True   # no real naps: one round
+        budgets._run()
+        assert not budgets.refusing(KEY), error
