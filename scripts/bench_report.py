@@ -9,10 +9,13 @@ import subprocess
 import time
 from pathlib import Path
 
+import bench_floor
+
 REPO = Path(__file__).resolve().parents[1]
 BEGIN, END = "<!-- bench:begin (written by scripts/bench; edit outside) -->", "<!-- bench:end -->"
 BUDGETS = {"seed": 1.0, "scale": 0.5, "rss_mb": 150.0, "evacuate": 1.0,
-           "limit": 0.1, "limit_rss_mb": 100.0, "limit_server_cpu": 0.3, "limit_evacuate": 0.2}
+           "limit": 0.1, "limit_rss_mb": 100.0, "limit_server_cpu": 0.3, "limit_evacuate": 0.3,
+           "limit_floor": 1.15}
 
 
 def _med(values):
@@ -88,9 +91,10 @@ class Report:
         (CPU s/s, requests/s) without a command, taken off each sample for its wall time."""
         self.limit_row = dict(label=label, samples=samples, idle=idle, load=load)
 
-    def limit_evacuate(self, label, samples):
-        """Samples of (wall, GPU pods restarted) per side, as measure() returns them."""
-        self.limit_evac = dict(label=label, samples=samples)
+    def limit_evacuate(self, label, samples, floor=None):
+        """Samples of (wall, GPU pods restarted) per side, as measure() returns them; ``floor``:
+        bench_floor's cycles alone, the plugin's runs' figures and the cycles per budget."""
+        self.limit_evac = dict(label=label, samples=samples, floor=floor)
 
     def limit_evacuate_lines(self):
         """(its summary row, its detail line), or ([], [])."""
@@ -104,6 +108,11 @@ class Report:
         details = [f"- limit evacuate, {row['label']}: min / median / max of {len(s['plugin'])} runs: "
                    + "; ".join(f"{side} {self._spread([v[0] for v in s[side]])} s, GPU pods restarted "
                                f"{max(v[1] for v in s[side])} at most" for side in ("plugin", "kubectl"))]
+        if row["floor"]:
+            floor = row["floor"]
+            rows, more = bench_floor.report_lines(floor["cycles"], floor["runs"], [v[0] for v in s["plugin"]],
+                                                  floor["per_budget"], self._verdict, BUDGETS["limit_floor"])
+            summary, details = summary + rows, details + more
         return summary, details
 
     @staticmethod

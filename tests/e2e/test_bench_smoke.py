@@ -43,7 +43,9 @@ def test_bench_quick_prints_the_table(tmp_path):
                 "peak RSS, 100 nodes", "`evacuate --taint-first` vs `drain` + `uncordon`",
                 "GPU pods restarted per run", "API server CPU per command (net of idle), 100 nodes",
                 "API server requests per command (net of idle), 100 nodes",
-                "`evacuate --taint-first --parallel-nodes 4` vs `drain` + `uncordon`, 2 GPU nodes × 3 pods"):
+                "`evacuate --taint-first --parallel-nodes 4` vs `drain` + `uncordon`, 2 GPU nodes × 3 pods",
+                "`evacuate` vs the floor: 2 × one budget's cycle", "the plugin's share of a cycle",
+                "eviction requests refused"):
         assert row in out, row
     assert "Versions: kubectl-gpuisolate" in out and "Machine:" in out
     assert "(quick run: not judged)" in out
