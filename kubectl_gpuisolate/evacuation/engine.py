@@ -151,9 +151,12 @@ def hold(turn, budget, budgets, halt):
     requests: issue #35).  Only after an eviction of this run's, so a budget that refuses from
     the start is still asked and its refusal reported.  True when the pod is held."""
     may_hold, turn.may_hold = turn.may_hold, False     # only before the first request
-    if not (may_hold and budget and budgets.refusing(budget)):
+    if not (may_hold and budget):
         return False
-    turn.wait = (halt.clock.now() + HOLD, budgets.waiter(budget, budgets.mark(budget)))
+    mark = budgets.mark(budget)          # before the look: an allowing in between ends the wait
+    if not budgets.refusing(budget):
+        return False
+    turn.wait = (halt.clock.now() + HOLD, budgets.waiter(budget, mark))
     return True
 
 

@@ -135,3 +135,24 @@ def test_a_watch_that_fails_knows_nothing():
         stop.wait = lambda seconds=None, stop=stop: stop.set() or True   # no real naps: one round
         budgets._run()
         assert not budgets.refusing(KEY), error
+
+
+class AllowingAsLooked(BudgetWatch):
+    """A running watch whose budget is seen allowing again just as the engine looks at it."""
+
+    def refusing(self, key):
+        answer = super().refusing(key)
+        self._note([pdb("web", namespace="default", allowed=1)])
+        return answer
+
+
+def test_an_allowing_seen_as_the_hold_begins_ends_it_at_once():
+    clock = FakeClock()
+    fake = FakeNode(["a", "b"])
+    budgets = AllowingAsLooked(None, Halt(clock))
+    budgets.started = True
+    budgets._set_live(True)
+    budgets._note([pdb("web", namespace="default", allowed=0)])
+    outcomes, _, _ = run_node(fake, chain_of("a", "b"), budgets=budgets, clock=clock)
+    assert outcomes["b"].state == GONE and [c[1] for c in fake.calls] == ["a", "b"]
+    assert engine.HOLD not in clock.lane_sleeps() and clock.t < engine.HOLD
