@@ -67,6 +67,10 @@ class Recorder:
 
     def _note(self, stamp, event):
         obj = event.get("object") or {}
+        if obj.get("kind", "").endswith("List"):     # kubectl prints the first list a page at a time
+            for item in obj.get("items") or ():
+                self._note(stamp, {"type": "ADDED", "object": dict(item, kind=obj["kind"][:-4])})
+            return
         meta = obj.get("metadata") or {}
         if obj.get("kind") == "PodDisruptionBudget":
             record = ("pdb", meta.get("name"), (obj.get("status") or {}).get("disruptionsAllowed") or 0)

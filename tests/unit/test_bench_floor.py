@@ -2,6 +2,7 @@
 plugin's share of it from its -v=6 log, and the refused requests."""
 
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -65,3 +66,17 @@ def test_a_run_gives_its_cycles_shares_refusals_and_first_eviction():
 def test_quantiles_of_nothing_are_nan_and_of_values_their_rank():
     assert bf.quantile([5, 1, 3, 2, 4], 0.9) == 5 and bf.quantile([1, 2], 0.0) == 1
     assert bf.median([]) != bf.median([])
+
+
+def test_the_recorder_takes_kubectls_first_list_a_page_at_a_time():
+    recorder = bf.Recorder.__new__(bf.Recorder)
+    recorder.events, recorder._lock = [], threading.Lock()
+    page = {"type": "ADDED", "object": {"kind": "PodList", "items": [
+        {"metadata": {"name": "app-00-00"}, "status": {"conditions": [{"type": "Ready", "status": "True"}]}},
+        {"metadata": {"name": "app-00-01", "deletionTimestamp": "x"}}]}}
+    recorder._note(1.0, page)
+    recorder._note(2.0, {"type": "MODIFIED", "object": {"kind": "PodDisruptionBudget",
+                                                         "metadata": {"name": "app-00"}, "status": {}}})
+    recorder._note(3.0, {"type": "DELETED", "object": {"kind": "Pod", "metadata": {"name": "app-00-01"}}})
+    assert recorder.events == [(1.0, "pod", "app-00-00", "ready"), (1.0, "pod", "app-00-01", "deleting"),
+                               (2.0, "pdb", "app-00", 0)]
