@@ -66,21 +66,40 @@ class BudgetWatch:
         with self._lock:
             return self._seen.get(key, 0)
 
+    @property
+    def live(self) -> bool:
+        """Listed, and watching since: what it has seen is the budgets' state."""
+        with self._lock:
+            return self._live
+
     def refusing(self, key: Key) -> bool:
         """Whether the watch, running, last saw ``key`` allowing no disruption (False when it
         is not running: nothing is known)."""
         with self._lock:
             return self._live and key in self._refusing
 
+    def waker(self, key: Key, mark: int, wake=None):
+        """``wake`` (a new threading.Event when None: anything with ``set``), set once ``key``
+        is seen allowing after ``mark``, at once if it was (under this watch's lock: a wake's
+        ``set`` must take no lock that is held while calling in here).  Give it back with
+        ``drop``.  Never set when the watch is not running."""
+        wake = wake if wake is not None else threading.Event()
+        with self._lock:
+            if self._seen.get(key, 0) > mark:
+                wake.set()
+            else:
+                self._waiting.setdefault(key, set()).add(wake)
+        return wake
+
+    def drop(self, key: Key, wake):
+        with self._lock:
+            self._waiting.get(key, set()).discard(wake)
+
     def waiter(self, key: Key, mark: int):
         """A ``sleep(seconds, stop)`` on the run's clock that ends early once ``key`` is seen
         allowing after ``mark`` (when the watch has stopped, it sleeps the whole time)."""
         def sleep(seconds, stop):
-            wake = threading.Event()
-            with self._lock:
-                if self._seen.get(key, 0) > mark:
-                    return
-                self._waiting.setdefault(key, set()).add(wake)
+            wake = self.waker(key, mark)
             try:
                 clock = self._halt.clock
                 end = clock.now() + seconds
@@ -90,8 +109,7 @@ class BudgetWatch:
                         return
                     clock.sleep(min(SLICE, left), wake)   # the stop is looked at between slices
             finally:
-                with self._lock:
-                    self._waiting[key].discard(wake)
+                self.drop(key, wake)
         return sleep
 
     def _note(self, pdbs):

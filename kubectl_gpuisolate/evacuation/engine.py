@@ -20,7 +20,7 @@ import threading
 import time
 from collections import deque
 from concurrent.futures import Future, ThreadPoolExecutor
-from typing import Deque, Optional, Tuple
+from typing import Deque, Tuple
 
 from ..core.dryrun import DryRun
 from ..errors import ApiError, ConnectionFailed
@@ -40,18 +40,15 @@ from .state import (
     Halt,
     NodeEvacuation,
 )
+from .turns import TICK, Chain, Turn, hold, room_for_next, single_budget
 from .watch import GoneWatcher
 
 NO_AUDIT = Audit(None, enabled=False, warn=None)
 HALT_GRACE = 5.0     # real seconds to let requests in flight finish after a stop or the deadline
-TICK = 0.5           # real seconds between checks while waiting
 # Threads that take the PDB chains' turns: with more chains they take turns (Evictor), and a
 # chain taken up serves what is left of its wait on its worker, so a turn can come late.  Above
 # the limit bench's 50 budgets for that; scripts/bench_budgets.py measured 500 (docs/benchmarks.md).
 CHAIN_WORKERS = 64
-# Seconds at most that a chain's next pod is held while its budget, used up by the eviction
-# before, is seen allowing none; then it is sent anyway, and a refusal is retried as any other.
-HOLD = 5.0
 
 
 # -- one pod --------------------------------------------------------------------------------------
@@ -128,38 +125,6 @@ def _send(kube, target, version, grace_period, dry_run):
     return None, version
 
 
-class Turn:
-    """Where one pod's eviction is, kept while its chain gives way to others (Evictor): the
-    attempts made, the resourceVersion to send, and the wait begun after the last refusal (its
-    end on the run's clock and its ``sleep``) not yet served.  ``give_way`` says, as a wait
-    begins, whether to end the turn there and leave the wait for the next one.  ``after_eviction``:
-    the pod before it in its chain was evicted in this run, so its budget is expected to allow
-    none until that pod's replacement is ready (see ``hold``)."""
-
-    def __init__(self, target, give_way=None, *, after_eviction=False):
-        self.attempt, self.version = 0, target.resource_version
-        self.started, self.evicted = False, False
-        self.wait = None
-        self.may_hold = after_eviction
-        self.give_way = give_way or (lambda: False)
-
-
-def hold(turn, budget, budgets, halt):
-    """Before a chain's next pod is first sent: while the watch sees the budget that the pod
-    before used up still allowing none, a wait of at most HOLD for it to allow again, as a
-    request now would only be refused (one refusal each cycle, at 5,000 nodes 45 % of the
-    requests: issue #35).  Only after an eviction of this run's, so a budget that refuses from
-    the start is still asked and its refusal reported.  True when the pod is held."""
-    may_hold, turn.may_hold = turn.may_hold, False     # only before the first request
-    if not (may_hold and budget):
-        return False
-    mark = budgets.mark(budget)          # before the look: an allowing in between ends the wait
-    if not budgets.refusing(budget):
-        return False
-    turn.wait = (halt.clock.now() + HOLD, budgets.waiter(budget, mark))
-    return True
-
-
 def _accepted(node, target, dry_run, audit):
     if dry_run is DryRun.NONE:
         node.set_state(target.uid, EVICTED, say=f"evicted pod {target.ref}")
@@ -187,7 +152,7 @@ def evict_pod(kube, node, target, *, halt, dry_run=DryRun.NONE, grace_period=-1,
             return True
         node.set_state(target.uid, EVICTING, say=f"evicting pod {target.ref}{dry_run.suffix}")
         turn.started = True
-    budget = (target.namespace, target.pdbs[0]) if budgets and len(target.pdbs) == 1 else None
+    budget = single_budget(target, budgets)
     if hold(turn, budget, budgets, halt) and turn.give_way():
         return False
     while True:
@@ -198,7 +163,7 @@ def evict_pod(kube, node, target, *, halt, dry_run=DryRun.NONE, grace_period=-1,
             turn.attempt += 1
             if node.state_of(target.uid) == GONE:   # the watch saw it leave while we waited
                 return True
-        mark = budgets.mark(budget) if budget else 0    # before the request: no allowing missed
+        turn.mark = budgets.mark(budget) if budget else 0   # before the request: no allowing missed
         with slots:
             verdict, turn.version = _send(kube, target, turn.version, grace_period, dry_run)
         if verdict is None:
@@ -211,23 +176,13 @@ def evict_pod(kube, node, target, *, halt, dry_run=DryRun.NONE, grace_period=-1,
                 node.state_of(target.uid) == GONE:
             return True
         waits = pdb_backoff if verdict.kind is Kind.PDB else backoff
-        sleep = budgets.waiter(budget, mark) if budget and verdict.kind is Kind.PDB else None
+        sleep = budgets.waiter(budget, turn.mark) if budget and verdict.kind is Kind.PDB else None
         turn.wait = (halt.clock.now() + waits.delay(turn.attempt, rng, verdict.retry_after), sleep)
         if turn.give_way():
             return False
 
 
 # -- nodes ----------------------------------------------------------------------------------------
-class Chain:
-    """A PodDisruptionBudget's pods, evicted one after another: those waiting their turn, and
-    the one being evicted with its Turn."""
-
-    def __init__(self):
-        self.waiting: Deque[Tuple[NodeEvacuation, Target, Future]] = deque()  # done: its turn over
-        self.current: Optional[Tuple[NodeEvacuation, Target, Future, Turn]] = None
-        self.evicted = False             # a pod of it was evicted in this run
-
-
 class Evictor:
     """Evacuates nodes, one call of ``evacuate_node`` per node (callable from several threads):
     at most ``max_parallel`` eviction requests in flight, and one chain per PodDisruptionBudget,
@@ -382,19 +337,17 @@ class Evictor:
 
     def _evict_in_turn(self, run, target, turn):
         """One turn of a chain's pod: evicts it and, one disruption at a time per PDB, waits
-        until it is gone or the run stops.  True when its turn is over; False when it gave way
-        (the wait it began is kept in ``turn``), which it does while waiting to be gone only
-        after a tick of that wait."""
+        until it is gone, its budget is seen allowing again, or the run stops
+        (``turns.room_for_next``).  True when its turn is over; False when it gave way (the
+        wait it began is kept in ``turn``), which it does while waiting for room only after a
+        tick of that wait."""
         try:
             if not turn.evicted:
                 if not evict_pod(self._kube, run, target, turn=turn, **self._eviction):
                     return False
                 run.say_deferred_gone(target.uid)
-            with run.cond:
-                while run.state_of(target.uid) == EVICTED and not self.halt.halted():
-                    run.cond.wait(TICK)
-                    if run.state_of(target.uid) == EVICTED and turn.give_way():
-                        return False
+            if not room_for_next(run, target, turn, self._budgets, self.halt):
+                return False
         except Exception as exc:  # a bug: report it on the pod instead of hanging the node
             run.set_state(target.uid, FAILED, f"internal error ({type(exc).__name__}: {exc})")
         return True

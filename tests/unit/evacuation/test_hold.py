@@ -7,7 +7,7 @@ import threading
 
 from kubectl_gpuisolate.core.dryrun import DryRun
 from kubectl_gpuisolate.errors import ConnectionFailed, api_error
-from kubectl_gpuisolate.evacuation import engine
+from kubectl_gpuisolate.evacuation import turns
 from kubectl_gpuisolate.evacuation.budgets import BudgetWatch
 from kubectl_gpuisolate.evacuation.state import GONE, WOULD_EVICT, Halt
 
@@ -22,6 +22,8 @@ class HoldingBudgets:
     """A BudgetWatch's face to the engine, its budgets seen refusing as ``refusing`` says; each
     wait is recorded (with the calls made before it) and ends at once, or runs its whole
     time on the clock with ``full_waits``."""
+
+    live = False                        # the chain goes on once a pod is gone
 
     def __init__(self, fake, refusing=True, full_waits=False, clock=None):
         self.fake, self.is_refusing, self.started = fake, refusing, True
@@ -55,7 +57,7 @@ def test_the_next_pod_of_a_chain_waits_for_its_budget_before_its_first_request()
     outcomes, said, _ = run_node(fake, chain_of("a", "b", "c"), budgets=budgets)
     assert {n: o.state for n, o in outcomes.items()} == {"a": GONE, "b": GONE, "c": GONE}
     assert [c[1] for c in fake.calls] == ["a", "b", "c"]          # no refused request
-    assert budgets.waits == [(WEB, ["a"], engine.HOLD), (WEB, ["a", "b"], engine.HOLD)]
+    assert budgets.waits == [(WEB, ["a"], turns.HOLD), (WEB, ["a", "b"], turns.HOLD)]
     assert not [s for s in said if "blocked by" in s]
 
 
@@ -81,8 +83,8 @@ def test_a_hold_that_is_never_ended_early_lasts_HOLD_on_the_clock():
     budgets = HoldingBudgets(fake, full_waits=True, clock=clock)
     outcomes, said, _ = run_node(fake, chain_of("a", "b"), budgets=budgets, clock=clock)
     assert outcomes["b"].state == GONE and [c[1] for c in fake.calls] == ["a", "b", "b"]
-    assert budgets.waits[0] == (WEB, ["a"], engine.HOLD)
-    assert engine.HOLD in clock.lane_sleeps()
+    assert budgets.waits[0] == (WEB, ["a"], turns.HOLD)
+    assert turns.HOLD in clock.lane_sleeps()
     assert "pod default/b blocked by PDB default/web: needs 2 healthy, has 1" in said
 
 
@@ -155,4 +157,51 @@ def test_an_allowing_seen_as_the_hold_begins_ends_it_at_once():
     budgets._note([pdb("web", namespace="default", allowed=0)])
     outcomes, _, _ = run_node(fake, chain_of("a", "b"), budgets=budgets, clock=clock)
     assert outcomes["b"].state == GONE and [c[1] for c in fake.calls] == ["a", "b"]
-    assert engine.HOLD not in clock.lane_sleeps() and clock.t < engine.HOLD
+    assert turns.HOLD not in clock.lane_sleeps() and clock.t < turns.HOLD
+
+
+# -- turns.room_for_next: the chain goes on when the pod is gone or its budget allows again --------
+def live_watch(clock, allowed=1):
+    budgets = BudgetWatch(None, Halt(clock))
+    budgets.started = True               # no loop: the test notes what the watch would see
+    budgets._set_live(True)
+    budgets._note([pdb("web", namespace="default", allowed=allowed)])
+    return budgets
+
+
+def a_then_b(budgets, *, allow_after_a, linger=3):
+    """Runs chain a, b; the watch sees the budget at 0 as a's eviction is accepted, then
+    allowing again when ``allow_after_a``.  Whether a was still there when b was sent."""
+    clock = budgets._halt.clock
+    fake = FakeNode(["a", "b"], linger=linger)
+    seen = {}
+
+    def on_evict(name):
+        if name == "a":
+            budgets._note([pdb("web", namespace="default", allowed=0)])
+            if allow_after_a:
+                budgets._note([pdb("web", namespace="default", allowed=1)])
+        else:
+            seen["a there"] = "a" in fake.pods
+    fake.on_evict = on_evict
+    outcomes, _, _ = run_node(fake, chain_of("a", "b"), budgets=budgets, clock=clock)
+    assert {o.state for o in outcomes.values()} == {GONE}
+    return seen["a there"], [c[1] for c in fake.calls]
+
+
+def test_a_chain_goes_on_once_its_budget_allows_again_while_the_pod_before_terminates():
+    assert a_then_b(live_watch(FakeClock()), allow_after_a=True) == (True, ["a", "b"])
+
+
+def test_a_budget_still_allowing_none_keeps_the_chain_until_the_pod_before_is_gone():
+    clock = FakeClock()
+    budgets = live_watch(clock)
+    there, calls = a_then_b(budgets, allow_after_a=False)
+    assert not there and calls == ["a", "b"]          # then b's hold: HOLD, and sent
+    assert sum(clock.lane_sleeps()) >= turns.HOLD     # in the watch's slices
+
+
+def test_without_a_running_watch_the_chain_waits_for_the_pod_to_be_gone():
+    budgets = live_watch(FakeClock())
+    budgets._set_live(False)
+    assert a_then_b(budgets, allow_after_a=True)[0] is False
