@@ -26,7 +26,7 @@ from ..core.dryrun import DryRun
 from ..errors import ApiError, ConnectionFailed
 from ..kube.retry import EVICTIONS, PDB_EVICTIONS
 from .audit import Audit
-from .plan import Target, lanes
+from .plan import lanes
 from .policy import Kind, after_conflict, classify
 from .state import (
     EVICTED,
@@ -192,7 +192,7 @@ class Evictor:
     wakes a chain's pod as soon as its budget allows again; None: backoff only.
 
     The chains take turns on at most ``chain_workers`` threads, whichever node their pods are
-    on: a pod waiting for its budget, or for the pod before it to be gone, holds no request
+    on: a pod waiting for its budget, or for room after the pod before it, holds no request
     slot, so other budgets' pods go on meanwhile.  With more chains than workers, a chain whose
     pod begins to wait gives its worker to the next chain waiting for one and queues again
     behind it, its wait kept (a Turn): a budget that never allows holds no worker for good.
@@ -260,7 +260,7 @@ class Evictor:
             self._take_turn(pdb_key)
 
     def _take_turn(self, pdb_key):
-        """Evicts a PDB's pods one after another, each once the one before it is gone, until
+        """Evicts a PDB's pods one after another, each once there is room (turns.room_for_next), until
         none is waiting (the chain ends) or its pod gives way (the chain queues again)."""
         while True:
             with self._chains_lock:
