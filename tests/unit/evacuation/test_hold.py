@@ -157,7 +157,7 @@ def test_an_allowing_seen_as_the_hold_begins_ends_it_at_once():
     budgets._note([pdb("web", namespace="default", allowed=0)])
     outcomes, _, _ = run_node(fake, chain_of("a", "b"), budgets=budgets, clock=clock)
     assert outcomes["b"].state == GONE and [c[1] for c in fake.calls] == ["a", "b"]
-    assert turns.HOLD not in clock.lane_sleeps() and clock.t < turns.HOLD
+    assert sum(clock.lane_sleeps()) < turns.HOLD       # the lanes' own waits: no hold served
 
 
 # -- turns.room_for_next: the chain goes on when the pod is gone or its budget allows again --------
