@@ -16,7 +16,6 @@ Pods are named after their budget: the bench's pod ``app-07-13`` is under budget
 import json
 import os
 import re
-import statistics
 import subprocess
 import threading
 import time
@@ -86,7 +85,7 @@ class Recorder:
         with self._lock:
             return [e for e in self.events if e[0] >= start]
 
-    def wait_for(self, check, timeout=120.0):
+    def wait_for(self, check, what, timeout=120.0):
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             with self._lock:
@@ -94,7 +93,7 @@ class Recorder:
             if found is not None:
                 return found
             time.sleep(0.02)
-        raise SystemExit("bench: the floor's watch saw no end of a cycle")
+        raise SystemExit(f"bench: the floor's watch did not see {what} in {timeout:.0f} s")
 
     def close(self):
         for proc in self._procs:
@@ -151,7 +150,7 @@ def floor_cycles(workload, kubectl, env, budget="app-00", cycles=12):
     recorder = Recorder(kubectl, env)
     try:
         recorder.wait_for(lambda events: True if any(e[1] == "pdb" and e[2] == budget for e in events)
-                          else None)
+                          else None, f"budget {budget}")
         times = []
         for _ in range(cycles):
             name = next(p["metadata"]["name"] for p in workload.pods("app")
@@ -159,8 +158,10 @@ def floor_cycles(workload, kubectl, env, budget="app-00", cycles=12):
             start = time.time()
             _evict(workload, name)
             accepted = recorder.wait_for(lambda events, name=name, start=start: next(
-                (e[0] for e in events if e[0] >= start - 1 and e[2] == name and e[3] == "deleting"), None))
-            again = recorder.wait_for(lambda events, at=accepted: allowing_again(events, budget, at))
+                (e[0] for e in events if e[0] >= start - 1 and e[2] == name and e[3] == "deleting"), None),
+                f"pod {name} deleting")
+            again = recorder.wait_for(lambda events, at=accepted: allowing_again(events, budget, at),
+                                      f"budget {budget} allowing again")
             times.append(again - accepted)
         return times
     finally:
@@ -202,15 +203,6 @@ def run_figures(events, requests, start):
             "first": min(accepted) - start if accepted else None}
 
 
-def median(values):
-    return statistics.median(values) if values else float("nan")
-
-
-def quantile(values, q):
-    ordered = sorted(values)
-    return ordered[min(int(q * len(ordered)), len(ordered) - 1)] if ordered else float("nan")
-
-
 class ObservedRuns:
     """A ``timed`` for bench_evacuate.measure: the plugin's runs go beside a Recorder, their
     figures kept in ``runs``; the other side's commands are timed as they are."""
@@ -229,7 +221,7 @@ class ObservedRuns:
             return self._timed(cmd, env)
         recorder = Recorder(self._kubectl, env)
         try:
-            recorder.wait_for(self._listed)
+            recorder.wait_for(self._listed, "the first lists of the pods and budgets")
             start = time.time()
             sample = self._timed(cmd, env, whole_err=True)
             time.sleep(1.0)             # the run's last events on their way
@@ -238,34 +230,3 @@ class ObservedRuns:
         self.runs.append(run_figures(recorder.events, requests_of(sample.err), start))
         sample.err = sample.err[-4000:]
         return sample
-
-
-def report_lines(floor, runs, plugin_walls, cycles, verdict, budget):
-    """(summary rows, detail lines): the plugin against the floor model, ``cycles`` × one budget's
-    cycle alone + the first eviction's latency (medians), its share of a cycle and its refusals."""
-    floor_cycle = median(floor)
-    first = median([r["first"] for r in runs if r["first"] is not None])
-    model, plugin = cycles * floor_cycle + first, median(plugin_walls)
-    shares = [s * 1000 for r in runs for s in r["shares"]]
-    in_run = [c for r in runs for c in r["cycles"]]
-    ready = [c for r in runs for c in r["ready"]]
-    refused, requests = sum(r["refused"] for r in runs), sum(r["requests"] for r in runs)
-    refused_pc = 100.0 * refused / requests if requests else float("nan")
-    rows = [f"| `evacuate` vs the floor: {cycles} × one budget's cycle ({floor_cycle:.2f} s) + the first "
-            f"eviction ({first:.2f} s) | {plugin:.2f} s | {model:.2f} s | {plugin / model:.2f}× "
-            f"| ≤ {budget}× | {verdict(plugin / model, budget)} |",
-            f"| the plugin's share of a cycle (budget seen allowing → its next accepted eviction sent) | "
-            f"{median(shares):.0f} ms | | | ≤ 50 ms | {verdict(median(shares), 50)} |",
-            f"| eviction requests refused | {refused_pc:.1f} % | | | < 10 % | {verdict(refused_pc, 10)} |"]
-    details = [f"- limit evacuate, the floor: one budget's cycle alone (eviction accepted → budget "
-               f"allowing again) min / median / max {min(floor):.2f} / {floor_cycle:.2f} / "
-               f"{max(floor):.2f} s "
-               f"over {len(floor)} cycles; under the plugin's runs, every budget at once: median "
-               f"{median(in_run):.2f} s over {len(in_run)} cycles, of which accepted → a replacement Ready "
-               f"{median(ready):.2f} s; the plugin's share median / p90 / max {median(shares):.0f} / "
-               f"{quantile(shares, 0.9):.0f} / {max(shares, default=float('nan')):.0f} ms "
-               f"over {len(shares)}; "
-               f"eviction requests refused {refused} of {requests}; per run (refused / requests, first "
-               f"eviction): " + ", ".join(f"{r['refused']} / {r['requests']}, {r['first']:.2f} s"
-                                          for r in runs if r["first"] is not None)]
-    return rows, details

@@ -9,8 +9,6 @@ import subprocess
 import time
 from pathlib import Path
 
-import bench_floor
-
 REPO = Path(__file__).resolve().parents[1]
 BEGIN, END = "<!-- bench:begin (written by scripts/bench; edit outside) -->", "<!-- bench:end -->"
 BUDGETS = {"seed": 1.0, "scale": 0.5, "rss_mb": 150.0, "evacuate": 1.0,
@@ -20,6 +18,11 @@ BUDGETS = {"seed": 1.0, "scale": 0.5, "rss_mb": 150.0, "evacuate": 1.0,
 
 def _med(values):
     return statistics.median(values) if values else float("nan")
+
+
+def _quantile(values, q):
+    ordered = sorted(values)
+    return ordered[min(int(q * len(ordered)), len(ordered) - 1)] if ordered else float("nan")
 
 
 def _s(value):
@@ -110,7 +113,7 @@ class Report:
                                f"{max(v[1] for v in s[side])} at most" for side in ("plugin", "kubectl"))]
         if row["floor"]:
             floor = row["floor"]
-            rows, more = bench_floor.report_lines(floor["cycles"], floor["runs"], [v[0] for v in s["plugin"]],
+            rows, more = _floor_lines(floor["cycles"], floor["runs"], [v[0] for v in s["plugin"]],
                                                   floor["per_budget"], self._verdict, BUDGETS["limit_floor"])
             summary, details = summary + rows, details + more
         return summary, details
@@ -296,3 +299,34 @@ class Report:
             text = ("# Benchmarks\n\n`scripts/bench` runs the plugin and the kubectl commands it replaces "
                     "side by side on the sandbox.\n\n" + block + "\n")
         path.write_text(text)
+
+
+def _floor_lines(floor, runs, plugin_walls, cycles, verdict, budget):
+    """(summary rows, detail lines): the plugin against the floor model, ``cycles`` × one budget's
+    cycle alone + the first eviction's latency (medians), its share of a cycle and its refusals."""
+    floor_cycle = _med(floor)
+    first = _med([r["first"] for r in runs if r["first"] is not None])
+    model, plugin = cycles * floor_cycle + first, _med(plugin_walls)
+    shares = [s * 1000 for r in runs for s in r["shares"]]
+    in_run = [c for r in runs for c in r["cycles"]]
+    ready = [c for r in runs for c in r["ready"]]
+    refused, requests = sum(r["refused"] for r in runs), sum(r["requests"] for r in runs)
+    refused_pc = 100.0 * refused / requests if requests else float("nan")
+    rows = [f"| `evacuate` vs the floor: {cycles} × one budget's cycle ({floor_cycle:.2f} s) + the first "
+            f"eviction ({first:.2f} s) | {plugin:.2f} s | {model:.2f} s | {plugin / model:.2f}× "
+            f"| ≤ {budget}× | {verdict(plugin / model, budget)} |",
+            f"| the plugin's share of a cycle (budget seen allowing → its next accepted eviction sent) | "
+            f"{_med(shares):.0f} ms | | | ≤ 50 ms | {verdict(_med(shares), 50)} |",
+            f"| eviction requests refused | {refused_pc:.1f} % | | | < 10 % | {verdict(refused_pc, 10)} |"]
+    details = [f"- limit evacuate, the floor: one budget's cycle alone (eviction accepted → budget "
+               f"allowing again) min / median / max {min(floor):.2f} / {floor_cycle:.2f} / "
+               f"{max(floor):.2f} s "
+               f"over {len(floor)} cycles; under the plugin's runs, every budget at once: median "
+               f"{_med(in_run):.2f} s over {len(in_run)} cycles, of which accepted → a replacement Ready "
+               f"{_med(ready):.2f} s; the plugin's share median / p90 / max {_med(shares):.0f} / "
+               f"{_quantile(shares, 0.9):.0f} / {max(shares, default=float('nan')):.0f} ms "
+               f"over {len(shares)}; "
+               f"eviction requests refused {refused} of {requests}; per run (refused / requests, first "
+               f"eviction): " + ", ".join(f"{r['refused']} / {r['requests']}, {r['first']:.2f} s"
+                                          for r in runs if r["first"] is not None)]
+    return rows, details

@@ -48,7 +48,7 @@ class BudgetWatch:
         self._seen: Dict[Key, int] = {}
         self._refusing: Set[Key] = set()     # the budgets last seen allowing none
         self._live = False                   # listed, and watching since
-        self._waiting: Dict[Key, Set[threading.Event]] = {}   # the waiters' wake events
+        self._waiting: Dict[Key, Set] = {}   # the waiters' wakes (anything with set())
         self._lock = threading.Lock()
         self._closed = False
         self.started = False
