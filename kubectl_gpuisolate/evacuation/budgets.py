@@ -8,9 +8,10 @@ So the engine watches the budgets: one cluster-wide list, then a watch from its
 resourceVersion, again after each window.  Each time a budget is seen allowing, its count goes
 up; a pod refused by it waits (``waiter``) until the count passes the one it noted before its
 request was sent, or its backoff ends, whichever is first.  The watch also keeps whether each
-budget was last seen allowing (``refusing``): the engine holds a chain's next pod while the
-budget its previous eviction used up is still seen at 0, rather than have it refused once a
-cycle (45 % of the requests at 5,000 nodes, issue #35).
+budget was last seen allowing (``refusing``) and the longest it was seen at 0 before allowing
+again (``longest_cycle``): the engine holds a chain's next pod while the budget its previous
+eviction used up is still seen at 0, rather than have it refused once a cycle (45 % of the
+requests at 5,000 nodes, issue #35).
 
 The watch loop naps in real time, whatever the run's clock.  It is advisory: the backoff still
 bounds every wait, so a watch that cannot run (RBAC without ``watch``, silently; a proxy that
@@ -47,6 +48,8 @@ class BudgetWatch:
         self._window = window
         self._seen: Dict[Key, int] = {}
         self._refusing: Set[Key] = set()     # the budgets last seen allowing none
+        self._since: Dict[Key, float] = {}   # on the run's clock: when each began allowing none
+        self._cycles: Dict[Key, float] = {}  # each budget's longest time allowing none, seen
         self._live = False                   # listed, and watching since
         self._waiting: Dict[Key, Set] = {}   # the waiters' wakes (anything with set())
         self._lock = threading.Lock()
@@ -77,6 +80,13 @@ class BudgetWatch:
         is not running: nothing is known)."""
         with self._lock:
             return self._live and key in self._refusing
+
+    def longest_cycle(self, key: Key) -> float:
+        """The longest time ``key`` was seen allowing none before it allowed again, in seconds
+        (0.0: never seen to): an eviction's cycle, to the replacement Ready and the status
+        written."""
+        with self._lock:
+            return self._cycles.get(key, 0.0)
 
     def waker(self, key: Key, mark: int, wake=None):
         """``wake`` (a new threading.Event when None: anything with ``set``), set once ``key``
@@ -113,13 +123,18 @@ class BudgetWatch:
         return sleep
 
     def _note(self, pdbs):
+        now = self._halt.clock.now()
         with self._lock:
             for pdb in pdbs:
                 key = key_of(pdb)
                 if not allowing(pdb):
                     self._refusing.add(key)
+                    self._since.setdefault(key, now)     # kept across a list: one cycle
                 else:
                     self._refusing.discard(key)
+                    if key in self._since:
+                        cycle = now - self._since.pop(key)
+                        self._cycles[key] = max(self._cycles.get(key, 0.0), cycle)
                     self._seen[key] = self._seen.get(key, 0) + 1
                     for wake in self._waiting.get(key, ()):
                         wake.set()
@@ -127,6 +142,7 @@ class BudgetWatch:
     def _forget(self, pdb):
         with self._lock:
             self._refusing.discard(key_of(pdb))
+            self._since.pop(key_of(pdb), None)
 
     def _set_live(self, live):
         with self._lock:

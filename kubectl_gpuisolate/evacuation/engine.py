@@ -40,7 +40,7 @@ from .state import (
     Halt,
     NodeEvacuation,
 )
-from .turns import TICK, Chain, Turn, hold, room_for_next, single_budget
+from .turns import TICK, Chain, Turn, held_note, hold, room_for_next, single_budget
 from .watch import GoneWatcher
 
 NO_AUDIT = Audit(None, enabled=False, warn=None)
@@ -153,8 +153,11 @@ def evict_pod(kube, node, target, *, halt, dry_run=DryRun.NONE, grace_period=-1,
         node.set_state(target.uid, EVICTING, say=f"evicting pod {target.ref}{dry_run.suffix}")
         turn.started = True
     budget = single_budget(target, budgets)
-    if hold(turn, budget, budgets, halt) and turn.give_way():
-        return False
+    if hold(turn, budget, budgets, halt):
+        # Quietly: a line per held pod is noise; a deadline's report still says why it waits.
+        node.set_state(target.uid, PDB_BLOCKED, held_note(budget))
+        if turn.give_way():
+            return False
     while True:
         if turn.wait is not None:
             (until, sleep), turn.wait = turn.wait, None

@@ -1,6 +1,7 @@
 """evacuation/engine.py's hold and budgets.py's ``refusing``: a chain's next pod is not sent while
 the budget its predecessor's eviction used up is seen allowing none; it waits for the watch to
-see the budget allow (at most HOLD), so a budget's cycle costs no refused request.  A chain's
+see the budget allow (at most HOLD, or twice the budget's longest cycle seen, up to HOLD_MAX), so a
+budget's cycle costs no refused request.  A chain's
 first pod, a dry run and a budget not seen refusing are sent at once, as before."""
 
 import threading
@@ -9,7 +10,7 @@ from kubectl_gpuisolate.core.dryrun import DryRun
 from kubectl_gpuisolate.errors import ConnectionFailed, api_error
 from kubectl_gpuisolate.evacuation import turns
 from kubectl_gpuisolate.evacuation.budgets import BudgetWatch
-from kubectl_gpuisolate.evacuation.state import GONE, WOULD_EVICT, Halt
+from kubectl_gpuisolate.evacuation.state import GONE, PDB_BLOCKED, WOULD_EVICT, Halt
 
 from ..evict_fakes import OK, FakeClock, FakeNode, pdb_429
 from .test_budgets import KEY, ScriptedKube, pdb
@@ -25,10 +26,14 @@ class HoldingBudgets:
 
     live = False                        # the chain goes on once a pod is gone
 
-    def __init__(self, fake, refusing=True, full_waits=False, clock=None):
+    def __init__(self, fake, refusing=True, full_waits=False, clock=None, cycle=0.0):
         self.fake, self.is_refusing, self.started = fake, refusing, True
         self.full_waits, self.clock = full_waits, clock
+        self.cycle = cycle
         self.waits = []
+
+    def longest_cycle(self, key):
+        return self.cycle
 
     def refusing(self, key):
         return self.is_refusing
@@ -88,6 +93,28 @@ def test_a_hold_that_is_never_ended_early_lasts_HOLD_on_the_clock():
     assert "pod default/b blocked by PDB default/web: needs 2 healthy, has 1" in said
 
 
+def test_a_pod_held_at_the_deadline_is_reported_waiting_for_its_budget_and_never_asked():
+    clock = FakeClock(lanes_only=True)       # the pod watch's polls must not reach the deadline
+    fake = FakeNode(["a", "b"])
+    budgets = HoldingBudgets(fake, full_waits=True, clock=clock)
+    outcomes, said, _ = run_node(fake, chain_of("a", "b"), budgets=budgets, clock=clock,
+                                 deadline=turns.HOLD / 2)
+    assert [c[1] for c in fake.calls] == ["a"]
+    assert outcomes["b"].state == PDB_BLOCKED
+    assert outcomes["b"].reason() == turns.held_note(WEB) == \
+        "PDB default/web: allows no disruption yet (held until the watch sees it allow)"
+    assert not [s for s in said if "default/web" in s]      # held quietly
+
+
+def test_a_budget_seen_to_cycle_is_held_for_twice_its_longest_cycle_up_to_HOLD_MAX():
+    for cycle, held in ((0.0, turns.HOLD), (1.0, turns.HOLD), (8.0, 16.0), (60.0, turns.HOLD_MAX)):
+        fake = FakeNode(["a", "b"])
+        budgets = HoldingBudgets(fake, cycle=cycle)
+        run_node(fake, chain_of("a", "b"), budgets=budgets)
+        assert budgets.waits == [(WEB, ["a"], held)], cycle
+    assert turns.HOLD_MAX == 30.0
+
+
 def test_a_dry_run_holds_nothing():
     fake = FakeNode(["a", "b"])
     budgets = HoldingBudgets(fake)
@@ -107,6 +134,24 @@ def test_refusing_is_what_the_running_watch_last_saw():
     budgets._note([pdb(allowed=0)])
     budgets._forget(pdb())                         # deleted
     assert not budgets.refusing(KEY)
+
+
+def test_longest_cycle_is_the_longest_time_seen_allowing_none_before_allowing_again():
+    clock = FakeClock()
+    budgets = BudgetWatch(None, Halt(clock))
+    assert budgets.longest_cycle(KEY) == 0.0
+    seen = [(0, 0), (2, 0), (4, 1), (5, 0), (6, 1), (7, 1), (8, 0), (20, 0)]   # (time, allowed)
+    cycles = []
+    for at, allowed in seen:
+        clock.t = at
+        budgets._note([pdb(allowed=allowed)])
+        cycles.append(budgets.longest_cycle(KEY))
+    assert cycles == [0, 0, 4, 4, 4, 4, 4, 4]    # 0 -> 4 s, 5 -> 6 s; 8 -> not over yet
+    clock.t = 30
+    budgets._forget(pdb())                        # deleted: its cycle under way is dropped
+    budgets._note([pdb(allowed=1)])
+    assert budgets.longest_cycle(KEY) == 4
+    assert budgets.longest_cycle(("apps", "other")) == 0.0
 
 
 def wait_for(condition):
@@ -190,7 +235,10 @@ def a_then_b(budgets, *, allow_after_a, linger=3):
 
 
 def test_a_chain_goes_on_once_its_budget_allows_again_while_the_pod_before_terminates():
-    assert a_then_b(live_watch(FakeClock()), allow_after_a=True) == (True, ["a", "b"])
+    # a lingers for 200 of the pod watch's lists (0.1 s of its real yields): under load, 3 can
+    # pass before the chain's worker is scheduled again.
+    budgets = live_watch(FakeClock())
+    assert a_then_b(budgets, allow_after_a=True, linger=200) == (True, ["a", "b"])
 
 
 def test_a_budget_still_allowing_none_keeps_the_chain_until_the_pod_before_is_gone():
