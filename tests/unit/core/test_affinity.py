@@ -156,3 +156,16 @@ def test_selector_keys_and_values():
     assert affinity.selector_values(selector, lambda k: k == "x") == []
     assert affinity.selector_values(None, lambda k: True) == []
     assert affinity.selector_keys(None) == []
+
+
+# -- expressions missing their fields: named empty, never "None" -----------------------------------
+def test_an_expression_without_key_or_operator_is_described_empty():
+    assert affinity.describe_expression({}) == "  []"
+    assert affinity.describe_expression({"operator": "Exists"}) == " Exists"
+    assert affinity.describe_expression({"key": "k"}) == "k  []"
+
+
+def test_the_keys_and_values_of_expressions_without_a_key():
+    selector = {"nodeSelectorTerms": [{"matchExpressions": [{"operator": "In", "values": ["a"]}]}]}
+    assert affinity.selector_keys(selector) == [""]
+    assert affinity.selector_values(selector, lambda key: key == "") == ["a"]

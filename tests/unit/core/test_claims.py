@@ -160,3 +160,14 @@ def test_wanted_lists_each_generated_claim_once_in_order():
     d["spec"]["resourceClaims"] = [{"name": "dev", "resourceClaimTemplateName": "t"}]   # not generated
     assert claims.wanted([a, b, c, d]) == [("ml", "x1"), ("ml", "x2")]
     assert claims.wanted([d, pod("e", "ml")]) == []
+
+
+def test_a_pod_without_a_namespace_or_entry_names_is_read_as_empty_strings():
+    p = {"metadata": {}, "spec": {"resourceClaims": [{"resourceClaimName": "c1"}, {"name": "t"}]},
+         "status": {"resourceClaimStatuses": [{"name": "t", "resourceClaimName": "t-abc"}]}}
+    assert claims.claim_names(p) == [("", "c1"), ("t", "t-abc")]
+    assert claims.wanted([p]) == [("", "c1"), ("", "t-abc")]
+    found = {("", "c1"): allocated("gpu.nvidia.com")}
+    assert claims.judge(p, found) == [
+        claims.ClaimVerdict("", "c1", claims.GPU, "allocated from gpu.nvidia.com"),
+        claims.ClaimVerdict("t", "t-abc", claims.UNKNOWN, "claim not found")]

@@ -215,3 +215,75 @@ def test_a_local_volume_is_blamed_by_where_each_pod_is(order):
     blockers = {here: land(with_claim(node_name=here), shared).blocker for here in order}
     assert blockers[GPU_A] == "local PV pv-l on this node"
     assert blockers[GPU_B] == f"local PV pv-l on {HOST} In [{GPU_A}]"
+
+
+# -- the edges of the views and blames, whole ----------------------------------------------------
+def test_pod_view_of_a_pod_missing_its_fields():
+    bare = {"metadata": {"ownerReferences": [{"controller": True}]}, "spec": {}}
+    templates = {("", "", ""): "cpu-a1"}       # what a ref without kind and name looks up
+    assert landing.pod_view(bare, cluster(templates=templates)) == \
+        landing.Pod(spec={}, namespace="", here="", template_node_name="cpu-a1")
+    assert landing.pod_view({}, cluster()) == landing.Pod(spec={}, namespace="", here="")
+
+
+def test_names_counts_only_past_the_limit():
+    nodes = [cpu(f"w{i}") for i in range(4)]
+    assert landing._names(nodes[:3]) == "w0, w1, w2"
+    assert landing._names(nodes) == "w0, w1, w2 and 1 more"
+    assert landing._names(nodes[:1], limit=1) == "w0"
+
+
+@pytest.mark.parametrize("key, zonal", [
+    ("topology.kubernetes.io/zone", True), ("topology.gke.io/zone", True), ("failure-domain.zone", True),
+    ("example.com/ZONE", False), ("zone", False), ("topology.kubernetes.io/zones", False)])
+def test_a_zone_key_ends_in_slash_or_dot_zone(key, zonal):
+    assert landing._is_zone_key(key) is zonal
+
+
+def test_a_volume_blame_names_each_zone_and_skips_a_volume_that_fits():
+    fits = pv("pv-ok", term((ZONE, "In", ["a"])))
+    two = pv("pv-2z", term((ZONE, "In", ["c", "d"])))
+    the_pod = pod(volumes=[{"name": "x", "persistentVolumeClaim": {"claimName": "ok"}},
+                           {"name": "y", "persistentVolumeClaim": {"claimName": "zz"}}])
+    found = land(the_pod, cluster(volumes={("default", "ok"): fits, ("default", "zz"): two}))
+    assert found.blocker == "PV pv-2z in zone c, d; no schedulable non-GPU node there"
+
+
+def test_a_host_path_pv_is_a_local_one_and_a_nameless_pv_is_blamed_unnamed():
+    host_path = {"metadata": {}, "spec": {"hostPath": {"path": "/data"}, "nodeAffinity": {
+        "required": {"nodeSelectorTerms": [term((HOST, "In", [GPU_A]))]}}}}
+    assert land(with_claim(), cluster(volumes={("default", "data"): host_path})).blocker == \
+        "local PV  on this node"
+
+
+def test_a_volume_blame_with_every_volume_fitting_somewhere_names_their_affinity():
+    a, b = pv("pv-a", term((ZONE, "In", ["a"]))), pv("pv-b", term((ZONE, "In", ["b"])))
+    view = landing.Pod(spec={}, namespace="default", here=GPU_A, claims=(("x", a), ("y", b)))
+    assert landing.volumes_blame(view, [cpu("cpu-a1"), cpu("cpu-b1", "b")]) == \
+        "its PersistentVolumes' nodeAffinity"
+
+
+def test_a_taints_blame_names_each_taint_once_with_and_without_a_value():
+    keyed = {"key": "dedicated", "effect": "NoSchedule"}
+    valued = {"key": "team", "value": "ml", "effect": "NoExecute"}
+    nodes = NODES[:1] + (cpu("w1", taints=[keyed, valued]), cpu("w2", taints=[keyed]))
+    assert land(pod(), cluster(nodes)).blocker == (
+        "it does not tolerate the taints of the other nodes it could use "
+        "(dedicated:NoSchedule, team=ml:NoExecute on w1, w2)")
+
+
+def test_feasible_nodes_ignores_the_run_and_gpu_sets():
+    assert landing.feasible_nodes(pod(), NODES[:3]) == [GPU_A, "cpu-a1"]     # GPU_B: tainted
+
+
+def test_a_landing_on_gpu_nodes_only_and_a_run_of_every_node_keep_what_the_pod_asks():
+    asks = pod(affinity=[term(("nvidia.com/gpu.present", "In", ["true"]))],
+               tolerations=[{"operator": "Exists"}])
+    found = land(asks, cluster(run=frozenset()))
+    assert found == landing.Landing(nodes=(GPU_A, GPU_B), asks_for_gpu=found.asks_for_gpu, gpu_only=True)
+    assert found.asks_for_gpu == "required nodeAffinity nvidia.com/gpu.present In [true]"
+    every = land(asks, cluster(run=frozenset(n["metadata"]["name"] for n in NODES)))
+    assert every == landing.Landing(nodes=(), blocker="every node is in this run",
+                                    asks_for_gpu="required nodeAffinity nvidia.com/gpu.present In [true]")
+    one_gpu = land(pod(tolerations=[{"operator": "Exists"}]), cluster(run=frozenset()))
+    assert one_gpu.gpu_only is False

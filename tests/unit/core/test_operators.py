@@ -65,3 +65,30 @@ def test_workload_text_names_a_deployment_only_when_the_hash_says_so():
     assert operators.workload_text(pod(labels={"pod-template-hash": "5d4f8"}), rs) == "Deployment/web"
     assert operators.workload_text(pod(labels={"pod-template-hash": "other"}), rs) == "ReplicaSet/web-5d4f8"
     assert operators.workload_text(pod(), rs) == "ReplicaSet/web-5d4f8"
+
+
+# -- owner_of and workload_text, whole, on their edges ---------------------------------------------
+def test_owner_of_each_path_whole():
+    ray_head = owner_of(pod(labels={"ray.io/node-type": "head"}), owner("RayCluster", "rc", "ray.io/v1"))
+    assert ray_head == operators.Owner("RayCluster/rc", False, operators._RAY_HEAD, "ray.io/v1")
+    executor = owner_of(pod(labels={"spark-role": "executor"}), owner("Pod", "driver", "v1"))
+    assert executor == operators.Owner("Pod/driver", False, operators._SPARK_EXECUTOR, "v1")
+    assert owner_of(pod(), None) == operators.Owner("", True)
+    assert owner_of(pod(), owner("ReplicaSet", "web-1", "apps/v1")) == \
+        operators.Owner("ReplicaSet/web-1", True)
+    # A Pod owner that is not a Spark executor's driver, and a label on another kind: neither special.
+    assert owner_of(pod(labels={"spark-role": "driver"}), owner("Pod", "p", "v1")) == \
+        operators.Owner("Pod/p", False, None, "v1")
+    assert owner_of(pod(labels={"spark-role": "executor"}), owner("Thing", "t", "example.com/v1")) == \
+        operators.Owner("Thing/t", False, None, "example.com/v1")
+
+
+def test_owner_of_a_ref_missing_its_fields_names_it_empty():
+    assert owner_of(pod(), {}) == operators.Owner("/", False, None, "")
+    assert owner_of(pod(), {"kind": "Thing"}) == operators.Owner("Thing/", False, None, "")
+
+
+def test_workload_text_of_a_ref_missing_its_fields():
+    assert operators.workload_text(pod(), {}) == "/"
+    assert operators.workload_text(pod(), {"name": "x"}) == "/x"
+    assert operators.workload_text(pod(), {"kind": "Job"}) == "Job/"

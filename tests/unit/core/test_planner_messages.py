@@ -3,7 +3,7 @@ pod or PDB without the usual metadata is planned as."""
 
 import pytest
 
-from kubectl_gpuisolate.core import planner
+from kubectl_gpuisolate.core import landing, planner
 from kubectl_gpuisolate.core.planner import PlanOptions, pdb_state, plan_node
 
 from ..factories import GPU_TAINT, INFERENCE_TOLERATIONS, gpu_node, owner, pdb, pod
@@ -11,6 +11,11 @@ from .test_planner import EMPTY_DIR, MANAGED, one_decision
 
 TAINT = "nvidia.com/gpu=true:NoSchedule"
 AFTER_RESTART = "after a restart it could not be scheduled on this node"
+
+
+def with_env(the_pod, env):
+    the_pod["spec"]["containers"][0]["env"] = env
+    return the_pod
 
 # (id, pod, one_decision's keyword arguments, message, warning)
 MESSAGE_CASES = [
@@ -54,6 +59,24 @@ MESSAGE_CASES = [
      "recreated; is matched by several PodDisruptionBudgets (a, b), which the eviction API refuses; "
      "fix the PDBs (use --delete-emptydir-data and --force)", ""),
     ("move", pod(), {}, f"does not tolerate {TAINT}", ""),
+    ("two-fractions", pod("frac", "ml", annotations={"gpu-fraction": "0.5", "gpu-memory": "2000"},
+                          tolerations=INFERENCE_TOLERATIONS), {},
+     "uses a GPU fraction gpu-fraction=0.5, gpu-memory=2000", ""),
+    ("hidden-two-forms-untolerated", with_env(pod("job", "ml"), [
+        {"name": "NVIDIA_VISIBLE_DEVICES", "value": "all"},
+        {"name": "ROCR_VISIBLE_DEVICES", "valueFrom": {"fieldRef": {"fieldPath": "x"}}}]), {},
+     "uses GPUs without a request: NVIDIA_VISIBLE_DEVICES=all (container main); ROCR_VISIBLE_DEVICES "
+     "from fieldRef (container main)",
+     "pod ml/job uses GPUs without requesting them (NVIDIA_VISIBLE_DEVICES=all (container main); "
+     "ROCR_VISIBLE_DEVICES from fieldRef (container main)), bypassing the device plugin's accounting: the "
+     f"scheduler does not count them; it does not tolerate {TAINT}: a restart would put it on a node "
+     "without GPUs; ROCR_VISIBLE_DEVICES of container main comes from fieldRef, which is not read: kept "
+     "as a GPU user"),
+    ("hidden-tolerated", with_env(pod("job", "ml", tolerations=INFERENCE_TOLERATIONS),
+                                  [{"name": "NVIDIA_VISIBLE_DEVICES", "value": "0"}]), {},
+     "uses GPUs without a request: NVIDIA_VISIBLE_DEVICES=0 (container main)",
+     "pod ml/job uses GPUs without requesting them (NVIDIA_VISIBLE_DEVICES=0 (container main)), bypassing "
+     "the device plugin's accounting: the scheduler does not count them"),
 ]
 
 
@@ -115,3 +138,16 @@ def test_pdb_state_edges(spec, status, desired, never):
 def test_pdb_state_without_metadata():
     state = pdb_state({"spec": {}, "status": {}})
     assert (state.namespace, state.name) == ("", "")
+
+
+@pytest.mark.parametrize("others, named", [
+    (3, "gpu-x0, gpu-x1, gpu-x2"), (4, "gpu-x0, gpu-x1, gpu-x2 and 1 more"),
+    (6, "gpu-x0, gpu-x1, gpu-x2 and 3 more")])
+def test_a_pod_that_lands_only_on_other_gpu_nodes_names_three_of_them(others, named):
+    names = [f"gpu-x{i}" for i in range(others)]
+    nodes = (gpu_node(),) + tuple(gpu_node(n) for n in names)
+    gpu_only = landing.Cluster(nodes=nodes, run=frozenset({nodes[0]["metadata"]["name"]}),
+                               gpu=frozenset(n["metadata"]["name"] for n in nodes))
+    decision = one_decision(pod(), cluster=gpu_only)
+    assert decision.warning == \
+        f"pod default/web-5d4f8-abcde can land only on GPU node(s) not in this run: {named}"

@@ -5,6 +5,7 @@ from fractions import Fraction
 
 import pytest
 
+from kubectl_gpuisolate.core import resources
 from kubectl_gpuisolate.core.resources import (
     EACH,
     UNION,
@@ -163,3 +164,25 @@ FREE = {"a": {"cpu": Fraction(2), "memory": Fraction(8 * GI)},
 ])
 def test_shortfalls(moving, expected):
     assert shortfalls(moving, FREE) == expected
+
+
+# -- edges the API rarely sends ---------------------------------------------------------------------
+def test_an_exponent_multiplies_the_number():
+    assert parse_quantity("2e3") == 2000 and parse_quantity("1.5E2") == 150
+
+
+def test_a_resource_list_that_is_not_a_mapping_counts_as_none():
+
+    assert resources._resources(["cpu", "1"]) == {} and resources._resources(None) == {}
+
+
+def test_an_init_container_alone_sets_the_request():
+    the_pod = {"spec": {"initContainers": [{"resources": {"requests": {"cpu": "500m"}}}],
+                        "containers": [{"resources": {}}]}}
+    assert pod_requests(the_pod) == {"cpu": Fraction(1, 2)}
+
+
+def test_a_request_the_node_does_not_list_leaves_it_negative():
+    nodes = [{"metadata": {"name": "n"}, "status": {"allocatable": {"cpu": "2"}}}]
+    pods = [{"spec": {"nodeName": "n", "containers": [{"resources": {"requests": {"memory": "1Ki"}}}]}}]
+    assert free_allocatable(nodes, pods) == {"n": {"cpu": Fraction(2), "memory": Fraction(-1024)}}
