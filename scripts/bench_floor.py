@@ -85,7 +85,9 @@ class Recorder:
         with self._lock:
             return [e for e in self.events if e[0] >= start]
 
-    def wait_for(self, check, what, timeout=120.0):
+    def wait_for(self, check, what, timeout=600.0):
+        # 600 s: right after the workload's reset, a loaded controller-manager has taken over
+        # 120 s for one budget's first cycle (2026-12-07; 65 s the run before).
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             with self._lock:

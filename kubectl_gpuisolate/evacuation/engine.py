@@ -2,8 +2,8 @@
 
 It owns the policy of an evacuation, not the choice of pods (that is
 ``planner``'s): acting on each Eviction response (``policy``), with
-capped exponential backoff and jitter that honours Retry-After, one eviction at a
-time per PodDisruptionBudget, a bounded number of evictions in parallel, the
+capped exponential backoff and jitter that honours Retry-After, each PodDisruptionBudget's
+pods one after another, paced on the budget (``turns``), a bounded number of evictions in parallel, the
 wait for each evicted pod to be gone (``watch``), the run's deadline, and stopping
 cleanly on an interrupt (``state.Halt``): no new eviction starts once it is set.  It tells
 the ``audit`` (the run's Events) of each eviction accepted and each PDB refusal; the audit
