@@ -172,7 +172,6 @@ def test_an_exponent_multiplies_the_number():
 
 
 def test_a_resource_list_that_is_not_a_mapping_counts_as_none():
-
     assert resources._resources(["cpu", "1"]) == {} and resources._resources(None) == {}
 
 
